@@ -1,0 +1,61 @@
+"""The `rasp-sim` command line: one module per subcommand, each with a `register`.
+
+Exit codes: 0 ok, 1 program error (any `RaspError`), 2 usage error (argparse's own).
+Errors print as `file:line:col: kind: message` with the source line and a caret; a
+Python traceback only with `--debug`. Subcommand modules import heavy dependencies
+(tracr, jax) inside their handlers, so `rasp-sim run` starts fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from typing import Sequence
+
+from ..errors import RaspError
+
+# (module, help) for each subcommand; the module defines `register(subparsers)`, which
+# adds its parser and sets `handler(args) -> int` as a default.
+COMMANDS: tuple[str, ...] = (
+    "rasp_sim.cli.run",
+)
+
+EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A bad combination of command-line arguments found after argparse (exit 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rasp-sim",
+        description="Run, analyse and compile RASP programs; build fixed universal transformers.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in COMMANDS:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or EXIT_OK)
+    except UsageError as error:
+        parser.print_usage(sys.stderr)
+        print(f"rasp-sim: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except RaspError as error:
+        if args.debug:
+            traceback.print_exc()
+        print(error.format(), file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK

@@ -1,0 +1,113 @@
+"""Errors are values with a source span; the CLI prints them, the library raises them.
+
+Every error rasp-sim raises for bad input is a `RaspError`. Its `kind` names the
+class of the original interpreter's message (LANGUAGE.md section 9), so differential
+tests can compare outcomes without comparing text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of source text: 1-based line and column, end exclusive."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+# Source texts by file name, so an error can show its line long after parsing.
+_SOURCES: dict[str, str] = {}
+
+
+def register_source(file: str, text: str) -> None:
+    """Remember `text` as the contents of `file` for error display."""
+    _SOURCES[file] = text
+
+
+def source_line(span: Span) -> str | None:
+    text = _SOURCES.get(span.file)
+    if text is None:
+        return None
+    lines = text.splitlines()
+    if 1 <= span.line <= len(lines):
+        return lines[span.line - 1]
+    return None
+
+
+class RaspError(Exception):
+    """Base class of every user-facing error. `span` may be None for input-data errors."""
+
+    kind = "error"
+
+    def __init__(self, message: str, span: Span | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+    def with_span(self, span: Span | None) -> "RaspError":
+        """Attach `span` if this error has none yet; returns self."""
+        if self.span is None:
+            self.span = span
+        return self
+
+    def format(self) -> str:
+        """`file:line:col: kind: message`, then the source line and a caret."""
+        if self.span is None:
+            return f"{self.kind}: {self.message}"
+        head = f"{self.span}: {self.kind}: {self.message}"
+        line = source_line(self.span)
+        if line is None:
+            return head
+        width = 1
+        if self.span.end_line == self.span.line:
+            width = max(1, self.span.end_column - self.span.column)
+        caret = " " * (self.span.column - 1) + "^" * width
+        return f"{head}\n    {line}\n    {caret}"
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+class RaspSyntaxError(RaspError):
+    """Lexical or syntax error (the original's 'antlr exception')."""
+
+    kind = "syntax error"
+
+
+class RaspNameError(RaspError):
+    """Undefined variable, or assignment to a reserved name."""
+
+    kind = "name error"
+
+
+class RaspTypeError(RaspError):
+    """Wrong types, arity, or value for an operation (the original's 'ignoring input')."""
+
+    kind = "type error"
+
+
+class RaspRuntimeError(RaspError):
+    """Python-level failures the original reports as 'something went wrong':
+    division by zero, overflow, int('h'), averaging non-numbers."""
+
+    kind = "runtime error"
+
+
+class RaspLoadError(RaspError):
+    """`load` of a file that cannot be found or read."""
+
+    kind = "load error"
+
+
+class RaspResourceError(RaspError):
+    """A resource limit (memory, sequence length, recursion depth) would be exceeded."""
+
+    kind = "resource limit"

@@ -1,0 +1,195 @@
+"""The lazy s-op/selector graph: what a RASP program denotes.
+
+The interpreter builds these nodes; the evaluator (`rasp_sim.evaluate`) runs them on
+batches of inputs; the analyser (`rasp_sim.analyse`) schedules them into layers and
+heads; the compiler walks them to lower them to weights.
+
+Nodes are frozen dataclasses compared by **identity** (`eq=False`): two textually equal
+`select(...)` expressions are two heads (LANGUAGE.md section 7), so structural equality
+would be wrong. Each node remembers the span that created it and a display `name`.
+
+Every elementwise computation is a `Map` with an `op` from the closed set `MapOp`:
+RASP has no user lambdas, so a closed set lets the evaluator vectorise each op and the
+compiler lower it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Literal, Union
+
+import networkx as nx
+
+from .errors import Span
+
+TokensKind = Literal["str", "int", "float", "bool", "asis"]
+Comparison = Literal["==", "!=", "<", ">", "<=", ">="]
+
+# The closed set of elementwise operations. `params` of a Map carries any atom data the
+# op needs (a lookup table, a member list, a broadcast atom is a Full node instead).
+MapOp = Literal[
+    # binary arithmetic and comparison, Python semantics (LANGUAGE.md 6.1, 6.3)
+    "+", "-", "*", "/", "%", "^", "==", "!=", "<", ">", "<=", ">=",
+    # s-op boolean operators: always give bools (6.3)
+    "and", "or", "not",
+    # unary
+    "neg", "pos", "round", "indicator",
+    # `then if cond else otherwise` with inputs (cond, then, otherwise) (6.7)
+    "where",
+    # `table[sop]`: params = (table,) where table is a list, str or dict (6.8)
+    "lookup",
+    # `sop in members`: params = (members,) a list of atoms (6.8)
+    "member",
+    # extension maps (README "Extensions")
+    "exp", "log", "sqrt", "abs",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    span: Span | None = field(default=None, kw_only=True)
+    name: str | None = field(default=None, kw_only=True)
+
+    def set_name(self, name: str) -> None:
+        """Give the node a display name, in place.
+
+        The one mutable field, on purpose: as in the original, `x = e` names the object
+        `e` denotes, and the object's identity must not change, because heads are
+        counted by selector identity (LANGUAGE.md section 7). Names never affect values."""
+        object.__setattr__(self, "name", name)
+
+    def children(self) -> tuple["Node", ...]:
+        return ()
+
+
+# ----------------------------------------------------------------------------- s-ops
+
+
+@dataclass(frozen=True, eq=False)
+class SOp(Node):
+    """A sequence operator: input sequence -> sequence of atoms of the same length."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tokens(SOp):
+    kind: TokensKind = "str"
+
+
+@dataclass(frozen=True, eq=False)
+class Indices(SOp):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class Full(SOp):
+    """An atom lifted to a constant s-op (depth 0)."""
+
+    value: Any = None
+
+
+@dataclass(frozen=True, eq=False)
+class Map(SOp):
+    op: MapOp = "+"
+    inputs: tuple[SOp, ...] = ()
+    params: tuple[Any, ...] = ()
+
+    def children(self) -> tuple[Node, ...]:
+        return self.inputs
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(SOp):
+    """Mean (or, as an extension, sum) of the selected values, with RASP's rules:
+    0 selected -> default; 1 -> that value unchanged; >= 2 -> float mean, numeric only
+    (LANGUAGE.md 6.5)."""
+
+    selector: "Selector" = None  # type: ignore[assignment]
+    values: SOp = None  # type: ignore[assignment]
+    default: Any = 0
+    reduction: Literal["mean", "sum"] = "mean"
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.selector, self.values)
+
+
+# -------------------------------------------------------------------------- selectors
+
+
+@dataclass(frozen=True, eq=False)
+class Selector(Node):
+    """A lazy n x n boolean matrix, M[q][k]."""
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Selector):
+    """M[q][k] = keys[k] op queries[q]."""
+
+    keys: SOp = None  # type: ignore[assignment]
+    queries: SOp = None  # type: ignore[assignment]
+    op: Comparison = "=="
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.keys, self.queries)
+
+
+@dataclass(frozen=True, eq=False)
+class SelectorAnd(Selector):
+    left: Selector = None  # type: ignore[assignment]
+    right: Selector = None  # type: ignore[assignment]
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, eq=False)
+class SelectorOr(Selector):
+    left: Selector = None  # type: ignore[assignment]
+    right: Selector = None  # type: ignore[assignment]
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True, eq=False)
+class SelectorNot(Selector):
+    operand: Selector = None  # type: ignore[assignment]
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.operand,)
+
+
+GraphValue = Union[SOp, Selector]
+
+
+# ---------------------------------------------------------------------------- walking
+
+
+def ancestors(roots: "Node | tuple[Node, ...] | list[Node]") -> Iterator[Node]:
+    """Every node `roots` depend on (roots included), each once, children before parents."""
+    if isinstance(roots, Node):
+        roots = (roots,)
+    seen: set[int] = set()
+    order: list[Node] = []
+    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(list(roots))]
+    while stack:  # iterative: deep programs would overflow Python's recursion limit
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for child in reversed(node.children()):
+            if id(child) not in seen:
+                stack.append((child, False))
+    return iter(order)
+
+
+def to_networkx(roots: "Node | tuple[Node, ...] | list[Node]") -> nx.DiGraph:
+    """A DiGraph whose nodes are the graph nodes themselves, edges child -> parent."""
+    g = nx.DiGraph()
+    for node in ancestors(roots):
+        g.add_node(node)
+        for child in node.children():
+            g.add_edge(child, node)
+    return g
