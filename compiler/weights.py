@@ -1,0 +1,446 @@
+"""The transformer weight format shared by the compiler and the universal transformers.
+
+A model is a frozen `Transformer` of float64 NumPy arrays:
+
+- input: `input_proj` (d_in x D) for real-valued input features X (the fixed universal
+  transformer's embedding E lives here), and/or `token_embed` (vocab x D) plus
+  `pos_embed` (max_len x D) for token ids (tracr's token_embed and pos_embed);
+- `layers`: a tuple mixing `AttentionBlock` and `MLPBlock`. Each block has its own
+  `residual` flag (x + f(x) or f(x)) and an optional pre-`LayerNorm` (`norm`);
+- an `AttentionBlock` holds heads (W_Q, W_K: D x k; W_V: D x dv; W_O: dv x D, or None when
+  the output projection is folded into W_V, dv = D) and its logit `scale`
+  (scores = scale * (x W_Q)(x W_K)^T, softmax over keys);
+- an `MLPBlock` is relu(x W1 + b1) W2 + b2;
+- `final_norm` (optional), then `unembed` (D x c);
+- `causal`: the mask of every attention block (keys j > i hidden);
+- `residual_labels`: one name per residual dimension (tracr's residual space), optional;
+- `input_encoder` (token values in id order, BOS and pad token) and `output_encoder`
+  (values in id order, or None for a numeric output), optional;
+- `metadata`: a JSON-able dict (e.g. {"validated": True, "universal": {...}}).
+
+Any weight matrix may be a `SparseMatrix` (COO: rows, cols, values, shape) instead of a
+dense array, so fixed universal transformers with m ~ 1e5 fit in memory.
+
+On disk (`save`/`load`): one .npz holding the arrays under dotted names
+("layers.0.heads.1.w_q", sparse ones as ".rows/.cols/.values") and a JSON header
+("__header__", uint8) with the format name, `FORMAT_VERSION`, the block structure, shapes
+and metadata. Arrays are stored as float64/int64 as they are, so a round trip is lossless.
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from rasp_sim.errors import RaspError
+
+FORMAT_NAME = "rasp-sim-weights"
+FORMAT_VERSION = 1
+
+
+class WeightsError(RaspError):
+    """Inconsistent, non-finite or unreadable transformer weights."""
+
+    kind = "weights error"
+
+
+@dataclass(frozen=True, eq=False)
+class SparseMatrix:
+    """A sparse matrix in coordinate form; duplicate (row, col) entries add up."""
+
+    shape: tuple[int, int]
+    rows: np.ndarray
+    cols: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", (int(self.shape[0]), int(self.shape[1])))
+        for name in ("rows", "cols"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64))
+        object.__setattr__(self, "values", np.asarray(self.values, dtype=np.float64))
+        if not (self.rows.ndim == self.cols.ndim == self.values.ndim == 1) or not (
+            self.rows.size == self.cols.size == self.values.size
+        ):
+            raise WeightsError("sparse matrix: rows, cols and values must be 1-d of equal length")
+        for name, bound in (("rows", self.shape[0]), ("cols", self.shape[1])):
+            index = getattr(self, name)
+            if index.size and (index.min() < 0 or index.max() >= bound):
+                raise WeightsError(f"sparse matrix: {name} out of range for shape {self.shape}")
+
+    @classmethod
+    def ones(cls, shape: tuple[int, int], rows: Any, cols: Any) -> "SparseMatrix":
+        """A 0/1 matrix with ones at (rows[i], cols[i])."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return cls(shape, rows, cols, np.ones(rows.size))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.values.size)
+
+    def toarray(self) -> np.ndarray:
+        dense = np.zeros(self.shape)
+        np.add.at(dense, (self.rows, self.cols), self.values)
+        return dense
+
+
+Matrix = Union[np.ndarray, SparseMatrix]
+
+
+def as_dense(matrix: Matrix) -> np.ndarray:
+    return matrix.toarray() if isinstance(matrix, SparseMatrix) else matrix
+
+
+def _shape(matrix: Matrix) -> tuple[int, ...]:
+    return matrix.shape if isinstance(matrix, SparseMatrix) else tuple(matrix.shape)
+
+
+def _array(owner: Any, name: str, label: str, ndim: int) -> None:
+    """Coerce owner.name to float64 (dense) and check rank and finiteness."""
+    value = getattr(owner, name)
+    if value is None:
+        return
+    if not isinstance(value, SparseMatrix):
+        try:
+            value = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise WeightsError(f"{label}: not a numeric array ({error})") from None
+        object.__setattr__(owner, name, value)
+    if len(_shape(value)) != ndim:
+        raise WeightsError(f"{label}: expected a {ndim}-d array, got shape {_shape(value)}")
+    data = value.values if isinstance(value, SparseMatrix) else value
+    if not np.all(np.isfinite(data)):
+        raise WeightsError(f"{label}: contains non-finite values (nan or inf)")
+
+
+def _expect(label: str, shape: tuple[int, ...], axis: int, size: int, what: str) -> None:
+    if shape[axis] != size:
+        raise WeightsError(f"{label}: shape {shape} does not match {what} = {size}")
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNorm:
+    gain: np.ndarray
+    bias: np.ndarray
+    eps: float = 1e-5
+
+    def check(self, label: str, width: int) -> None:
+        for name in ("gain", "bias"):
+            _array(self, name, f"{label}.{name}", 1)
+            _expect(f"{label}.{name}", getattr(self, name).shape, 0, width, "model width D")
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionHead:
+    """One head: out = softmax(scale * x W_Q (x W_K)^T) x W_V W_O (W_O None: identity)."""
+
+    w_q: Matrix
+    w_k: Matrix
+    w_v: Matrix
+    w_o: Matrix | None = None
+
+    def check(self, label: str, width: int) -> None:
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            _array(self, name, f"{label}.{name}", 2)
+        q, k, v = _shape(self.w_q), _shape(self.w_k), _shape(self.w_v)
+        for name, shape in (("w_q", q), ("w_k", k), ("w_v", v)):
+            _expect(f"{label}.{name}", shape, 0, width, "model width D")
+        _expect(f"{label}.w_k", k, 1, q[1], "head dimension of w_q")
+        if self.w_o is None:
+            _expect(f"{label}.w_v", v, 1, width, "model width D (w_o is None)")
+        else:
+            o = _shape(self.w_o)
+            _expect(f"{label}.w_o", o, 0, v[1], "value dimension of w_v")
+            _expect(f"{label}.w_o", o, 1, width, "model width D")
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionBlock:
+    heads: tuple[AttentionHead, ...]
+    scale: float = 1.0
+    residual: bool = True
+    norm: LayerNorm | None = None
+
+    def check(self, label: str, width: int) -> None:
+        object.__setattr__(self, "heads", tuple(self.heads))
+        if not self.heads:
+            raise WeightsError(f"{label}.heads: an attention block needs at least one head")
+        if not np.isfinite(self.scale):
+            raise WeightsError(f"{label}.scale: non-finite logit scale {self.scale}")
+        for index, head in enumerate(self.heads):
+            head.check(f"{label}.heads.{index}", width)
+        if self.norm is not None:
+            self.norm.check(f"{label}.norm", width)
+
+
+@dataclass(frozen=True, eq=False)
+class MLPBlock:
+    """out = act(x W1 + b1) W2 + b2."""
+
+    w1: Matrix
+    b1: np.ndarray
+    w2: Matrix
+    b2: np.ndarray
+    activation: str = "relu"
+    residual: bool = True
+    norm: LayerNorm | None = None
+
+    def check(self, label: str, width: int) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise WeightsError(f"{label}.activation: unknown activation {self.activation!r}; "
+                               f"known: {', '.join(ACTIVATIONS)}")
+        for name, ndim in (("w1", 2), ("b1", 1), ("w2", 2), ("b2", 1)):
+            _array(self, name, f"{label}.{name}", ndim)
+        w1, w2 = _shape(self.w1), _shape(self.w2)
+        _expect(f"{label}.w1", w1, 0, width, "model width D")
+        _expect(f"{label}.b1", self.b1.shape, 0, w1[1], "hidden width of w1")
+        _expect(f"{label}.w2", w2, 0, w1[1], "hidden width of w1")
+        _expect(f"{label}.w2", w2, 1, width, "model width D")
+        _expect(f"{label}.b2", self.b2.shape, 0, width, "model width D")
+        if self.norm is not None:
+            self.norm.check(f"{label}.norm", width)
+
+
+# Names only: the functions live in forward.py so this module stays free of maths.
+ACTIVATIONS = ("relu",)
+
+Block = Union[AttentionBlock, MLPBlock]
+
+
+@dataclass(frozen=True)
+class InputEncoder:
+    """Token values in id order (id = position in `tokens`), the BOS and pad tokens."""
+
+    tokens: tuple
+    bos: Any = None
+    pad: Any = None
+
+    def id_of(self, token: Any) -> int:
+        try:
+            return self.tokens.index(token)
+        except ValueError:
+            raise WeightsError(f"input_encoder: token {token!r} is not in the vocabulary") from None
+
+
+@dataclass(frozen=True)
+class OutputEncoder:
+    """Output values in id order, or None for a numeric output read from the unembedding."""
+
+    values: tuple | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Transformer:
+    layers: tuple[Block, ...]
+    unembed: Matrix
+    causal: bool = False
+    input_proj: Matrix | None = None
+    token_embed: np.ndarray | None = None
+    pos_embed: np.ndarray | None = None
+    final_norm: LayerNorm | None = None
+    residual_labels: tuple[str, ...] | None = None
+    input_encoder: InputEncoder | None = None
+    output_encoder: OutputEncoder | None = None
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(self.layers))
+        _array(self, "unembed", "unembed", 2)
+        width = self.width
+        for index, block in enumerate(self.layers):
+            if not isinstance(block, (AttentionBlock, MLPBlock)):
+                raise WeightsError(f"layers.{index}: not an AttentionBlock or MLPBlock")
+            block.check(f"layers.{index}", width)
+        _array(self, "input_proj", "input_proj", 2)
+        if self.input_proj is not None:
+            _expect("input_proj", _shape(self.input_proj), 1, width, "model width D")
+        for name in ("token_embed", "pos_embed"):
+            _array(self, name, name, 2)
+            if getattr(self, name) is not None:
+                _expect(name, getattr(self, name).shape, 1, width, "model width D")
+        if self.final_norm is not None:
+            self.final_norm.check("final_norm", width)
+        if self.residual_labels is not None:
+            object.__setattr__(self, "residual_labels", tuple(self.residual_labels))
+            if len(self.residual_labels) != width:
+                raise WeightsError(f"residual_labels: {len(self.residual_labels)} labels "
+                                   f"for model width D = {width}")
+        if self.output_encoder is not None and self.output_encoder.values is not None:
+            _expect("output_encoder.values", (len(self.output_encoder.values),), 0,
+                    self.out_dim, "output dimension of unembed")
+
+    @property
+    def width(self) -> int:
+        """The residual width D."""
+        return _shape(self.unembed)[0]
+
+    @property
+    def out_dim(self) -> int:
+        return _shape(self.unembed)[1]
+
+    def replace(self, **changes: Any) -> "Transformer":
+        """A copy with `changes` applied (checked again)."""
+        return replace(self, **changes)
+
+
+# ---------------------------------------------------------------- save / load
+
+def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON structure of `model` and its arrays by dotted name."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def put(name: str, value: Matrix | None) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, SparseMatrix):
+            arrays[f"{name}.rows"], arrays[f"{name}.cols"] = value.rows, value.cols
+            arrays[f"{name}.values"] = value.values
+            return {"sparse": list(value.shape)}
+        arrays[name] = value
+        return {"dense": list(value.shape)}
+
+    def norm(name: str, ln: LayerNorm | None) -> Any:
+        if ln is None:
+            return None
+        return {"gain": put(f"{name}.gain", ln.gain), "bias": put(f"{name}.bias", ln.bias),
+                "eps": ln.eps}
+
+    layers = []
+    for index, block in enumerate(model.layers):
+        label = f"layers.{index}"
+        if isinstance(block, AttentionBlock):
+            heads = [{name: put(f"{label}.heads.{h}.{name}", getattr(head, name))
+                      for name in ("w_q", "w_k", "w_v", "w_o")}
+                     for h, head in enumerate(block.heads)]
+            layers.append({"kind": "attention", "heads": heads, "scale": block.scale,
+                           "residual": block.residual, "norm": norm(f"{label}.norm", block.norm)})
+        else:
+            entry = {name: put(f"{label}.{name}", getattr(block, name))
+                     for name in ("w1", "b1", "w2", "b2")}
+            entry.update(kind="mlp", activation=block.activation, residual=block.residual,
+                         norm=norm(f"{label}.norm", block.norm))
+            layers.append(entry)
+    header = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "layers": layers,
+        "unembed": put("unembed", model.unembed),
+        "causal": model.causal,
+        **{name: put(name, getattr(model, name))
+           for name in ("input_proj", "token_embed", "pos_embed")},
+        "final_norm": norm("final_norm", model.final_norm),
+        "residual_labels": None if model.residual_labels is None else list(model.residual_labels),
+        "input_encoder": None if model.input_encoder is None else {
+            "tokens": list(model.input_encoder.tokens), "bos": model.input_encoder.bos,
+            "pad": model.input_encoder.pad},
+        "output_encoder": None if model.output_encoder is None else {
+            "values": None if model.output_encoder.values is None
+            else list(model.output_encoder.values)},
+        "metadata": model.metadata,
+    }
+    return header, arrays
+
+
+def save(model: Transformer, path: str | Path) -> None:
+    """Write `model` to `path` (.npz) losslessly."""
+    header, arrays = _flatten(model)
+    try:
+        text = json.dumps(header, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise WeightsError(f"metadata: not JSON-serialisable ({error})") from None
+    arrays["__header__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _unflatten(header: dict, arrays: Any) -> Transformer:
+    def get(name: str, spec: Any) -> Matrix | None:
+        if spec is None:
+            return None
+        if "sparse" in spec:
+            return SparseMatrix(tuple(spec["sparse"]), arrays[f"{name}.rows"],
+                                arrays[f"{name}.cols"], arrays[f"{name}.values"])
+        value = arrays[name]
+        if list(value.shape) != spec["dense"]:
+            raise WeightsError(f"{name}: stored shape {value.shape} differs from header {spec}")
+        return value
+
+    def norm(name: str, spec: Any) -> LayerNorm | None:
+        if spec is None:
+            return None
+        return LayerNorm(get(f"{name}.gain", spec["gain"]), get(f"{name}.bias", spec["bias"]),
+                         spec["eps"])
+
+    layers: list[Block] = []
+    for index, entry in enumerate(header["layers"]):
+        label = f"layers.{index}"
+        if entry["kind"] == "attention":
+            heads = tuple(AttentionHead(**{name: get(f"{label}.heads.{h}.{name}", spec[name])
+                                           for name in ("w_q", "w_k", "w_v", "w_o")})
+                          for h, spec in enumerate(entry["heads"]))
+            layers.append(AttentionBlock(heads, entry["scale"], entry["residual"],
+                                         norm(f"{label}.norm", entry["norm"])))
+        elif entry["kind"] == "mlp":
+            layers.append(MLPBlock(*(get(f"{label}.{n}", entry[n]) for n in ("w1", "b1", "w2", "b2")),
+                                   entry["activation"], entry["residual"],
+                                   norm(f"{label}.norm", entry["norm"])))
+        else:
+            raise WeightsError(f"{label}: unknown block kind {entry['kind']!r}")
+    encoder = header["input_encoder"]
+    output = header["output_encoder"]
+    labels = header["residual_labels"]
+    return Transformer(
+        layers=tuple(layers),
+        unembed=get("unembed", header["unembed"]),
+        causal=bool(header["causal"]),
+        input_proj=get("input_proj", header["input_proj"]),
+        token_embed=get("token_embed", header["token_embed"]),
+        pos_embed=get("pos_embed", header["pos_embed"]),
+        final_norm=norm("final_norm", header["final_norm"]),
+        residual_labels=None if labels is None else tuple(labels),
+        input_encoder=None if encoder is None else InputEncoder(
+            tuple(encoder["tokens"]), encoder["bos"], encoder["pad"]),
+        output_encoder=None if output is None else OutputEncoder(
+            None if output["values"] is None else tuple(output["values"])),
+        metadata=header["metadata"],
+    )
+
+
+def load(path: str | Path) -> Transformer:
+    """Read a model written by `save`; corrupt, truncated or foreign files raise WeightsError."""
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            if "__header__" not in arrays.files:
+                raise WeightsError(f"{path}: not a rasp-sim weights file (no __header__)")
+            header = json.loads(arrays["__header__"].tobytes().decode("utf-8"))
+            if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+                raise WeightsError(f"{path}: not a rasp-sim weights file (format "
+                                   f"{header.get('format') if isinstance(header, dict) else None!r})")
+            if header.get("version") != FORMAT_VERSION:
+                raise WeightsError(f"{path}: format version {header.get('version')!r} is not "
+                                   f"supported (this rasp-sim reads version {FORMAT_VERSION})")
+            return _unflatten(header, {name: arrays[name] for name in arrays.files})
+    except WeightsError as error:
+        if str(path) not in error.message:
+            error.message = f"{path}: {error.message}"
+            error.args = (error.message,)
+        raise
+    except FileNotFoundError:
+        raise WeightsError(f"{path}: no such file") from None
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile,
+            UnicodeDecodeError) as error:
+        raise WeightsError(f"{path}: corrupt or truncated weights file "
+                           f"({type(error).__name__}: {error})") from None
+
+
+def weights_equal(a: Transformer, b: Transformer) -> bool:
+    """True iff `a` and `b` have the same structure and bit-identical arrays."""
+    header_a, arrays_a = _flatten(a)
+    header_b, arrays_b = _flatten(b)
+    return (json.dumps(header_a, sort_keys=True) == json.dumps(header_b, sort_keys=True)
+            and arrays_a.keys() == arrays_b.keys()
+            and all(arrays_a[k].dtype == arrays_b[k].dtype
+                    and arrays_a[k].tobytes() == arrays_b[k].tobytes() for k in arrays_a))
