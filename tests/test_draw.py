@@ -1,0 +1,231 @@
+"""DOT output of `rasp_sim.draw`, parsed back with a small Lark grammar for the subset of
+the DOT language it emits (graphviz.org/doc/info/lang.html), and `render`'s file handling.
+pydot is not a dependency, so the grammar below is the well-formedness check."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+
+import lark
+import numpy as np
+import pytest
+
+from rasp_sim import draw
+from rasp_sim import graph as G
+from rasp_sim.analyse import analyse
+from rasp_sim.errors import RaspError
+
+DOT_SUBSET = r"""
+start: "digraph" ID "{" stmt* "}"
+?stmt: node_stmt | edge_stmt | subgraph | attr_stmt | assign
+subgraph: "subgraph" ID "{" stmt* "}"
+node_stmt: ID attrs ";"
+edge_stmt: ID "->" ID attrs? ";"
+attr_stmt: "node" attrs ";"
+assign: ID "=" value ";"
+attrs: "[" attr ("," attr)* "]"
+attr: ID "=" value
+?value: ID | STRING
+ID: /[A-Za-z_][A-Za-z0-9_]*/ | /[0-9]+/
+STRING: /"([^"\\]|\\.)*"/
+%ignore /\s+/
+"""
+_PARSER = lark.Lark(DOT_SUBSET, parser="lalr")
+
+
+def _unquote(token: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], token[1:-1])
+
+
+def parse_dot(text: str) -> tuple[dict[str, list[str]], dict[str, dict[str, str]], list]:
+    """(cluster name -> node ids, node id -> attributes, edges (tail, head, attributes))."""
+    clusters: dict[str, list[str]] = {}
+    nodes: dict[str, dict[str, str]] = {}
+    edges: list[tuple[str, str, dict[str, str]]] = []
+
+    def attrs(tree: lark.Tree | None) -> dict[str, str]:
+        if tree is None:
+            return {}
+        pairs = [(str(a.children[0]), str(a.children[1])) for a in tree.children]
+        return {k: _unquote(v) if v.startswith('"') else v for k, v in pairs}
+
+    def walk(statements: list, cluster: str | None) -> None:
+        for st in statements:
+            if not isinstance(st, lark.Tree):
+                continue
+            if st.data == "subgraph":
+                assert cluster is None, "clusters are not nested"
+                name = str(st.children[0])
+                clusters[name] = []
+                walk(st.children[1:], name)
+            elif st.data == "node_stmt":
+                node_id = str(st.children[0])
+                assert node_id not in nodes, "each node is declared once"
+                nodes[node_id] = attrs(st.children[1])
+                if cluster is not None:
+                    clusters[cluster].append(node_id)
+            elif st.data == "edge_stmt":
+                extra = st.children[2] if len(st.children) > 2 else None
+                edges.append((str(st.children[0]), str(st.children[1]), attrs(extra)))
+
+    tree = _PARSER.parse(text)
+    walk(tree.children[1:], None)
+    return clusters, nodes, edges
+
+
+def _by_label(nodes: dict[str, dict[str, str]]) -> dict[str, str]:
+    return {a["label"].split("\n")[0]: node_id for node_id, a in nodes.items()}
+
+
+indices = G.Indices(name="indices")
+tokens_int = G.Tokens("int", name="tokens_int")
+
+
+def two_layer_program() -> tuple[G.SOp, dict[str, int]]:
+    """b = aggregate(select(indices, indices, ==), aggregate(...)) plus a map; every node
+    named, with the layer each belongs in by LANGUAGE.md 7 (worked out by hand)."""
+    one = G.Full(1, name="one")
+    plus = G.Map("+", (tokens_int, one), name="plus")
+    s1 = G.Select(indices, indices, "==", name="s1")
+    a = G.Aggregate(s1, plus, name="a")
+    s2 = G.Select(indices, a, "<", name="s2")
+    b = G.Aggregate(s2, tokens_int, name="b")
+    out = G.Map("*", (b, a), name="out")
+    return out, {"indices": 0, "tokens_int": 0, "one": 0, "plus": 0, "s1": 1, "a": 1,
+                 "s2": 2, "b": 2, "out": 2}
+
+
+def test_dot_is_well_formed_with_one_cluster_per_layer() -> None:
+    root, layer_of = two_layer_program()
+    clusters, nodes, edges = parse_dot(draw.to_dot(analyse(root)))
+    assert list(clusters) == ["cluster_inputs", "cluster_layer_1", "cluster_layer_2"]
+    ids = _by_label(nodes)
+    assert set(ids) == set(layer_of)
+    names = ["cluster_inputs", "cluster_layer_1", "cluster_layer_2"]
+    for label, layer in layer_of.items():
+        assert ids[label] in clusters[names[layer]], label
+    edge_set = {(nodes[t]["label"], nodes[h]["label"], tuple(sorted(a.items())))
+                for t, h, a in edges}
+    assert len(edges) == 12  # two inputs for each of the six non-leaf nodes
+    assert ("indices", "s2", (("label", "k"),)) in edge_set
+    assert ("a", "s2", (("label", "q"),)) in edge_set
+    assert ("s2", "b", (("style", "dashed"),)) in edge_set
+    assert ("tokens_int", "b", (("label", "v"),)) in edge_set
+    assert ("b", "out", ()) in edge_set and ("a", "out", ()) in edge_set
+    assert nodes[ids["out"]].get("peripheries") == "2"
+    assert "peripheries" not in nodes[ids["b"]]
+
+
+def test_cluster_titles_give_heads_and_maps() -> None:
+    root, _ = two_layer_program()
+    text = draw.to_dot(analyse(root))
+    assert 'label="layer 1: 1 head(s), 0 map(s)";' in text
+    assert 'label="layer 2: 1 head(s), 1 map(s)";' in text
+
+
+def test_unnamed_nodes_get_short_descriptions() -> None:
+    tokens = G.Tokens("str")
+    sel = G.SelectorAnd(G.Select(G.Indices(), G.Full(0), "=="), G.Select(tokens, tokens, "!="))
+    out = G.Map("+", (G.Aggregate(sel, G.Tokens("int")),
+                      G.Aggregate(sel, G.Tokens("float"), reduction="sum")))
+    _, nodes, _ = parse_dot(draw.to_dot(analyse(out)))
+    labels = sorted(a["label"] for a in nodes.values())
+    assert labels == sorted(["indices", "0", "tokens_str", "tokens_int", "tokens_float",
+                             "select(==)", "select(!=)", "selector and", "aggregate",
+                             "aggregate sum", "map +"])
+
+
+def test_example_values_form_a_second_line() -> None:
+    root, _ = two_layer_program()
+    a = root.inputs[1]
+    values = {a: np.array([1, 2, 3]), root: list(range(100))}
+    _, nodes, _ = parse_dot(draw.to_dot(analyse(root), values))
+    ids = _by_label(nodes)
+    assert nodes[ids["a"]]["label"] == "a\n[1, 2, 3]"
+    long = nodes[ids["out"]]["label"].split("\n")[1]
+    assert len(long) == 40 and long.endswith("...") and long.startswith("[0, 1, 2")
+    assert nodes[ids["b"]]["label"] == "b"
+
+
+def test_awkward_names_are_escaped() -> None:
+    name = 'say "hi" \\ then\nnewline'
+    root = G.Map("not", (G.Tokens("bool"),), name=name)
+    _, nodes, _ = parse_dot(draw.to_dot(analyse(root)))
+    assert name in {a["label"] for a in nodes.values()}
+
+
+def test_a_5000_deep_chain_draws() -> None:
+    node: G.SOp = tokens_int
+    for _ in range(5000):
+        node = G.Map("neg", (node,))
+    clusters, nodes, edges = parse_dot(draw.to_dot(analyse(node)))
+    assert (list(clusters), len(nodes), len(edges)) == (["cluster_inputs"], 5001, 5000)
+
+
+# ------------------------------------------------------------------------------ render
+
+
+def test_render_dot_writes_the_text(tmp_path: Path) -> None:
+    text = draw.to_dot(analyse(tokens_int))
+    assert draw.render(text, tmp_path / "g.dot") == tmp_path / "g.dot"
+    assert (tmp_path / "g.dot").read_text() == text
+
+
+def test_render_rejects_unknown_formats(tmp_path: Path) -> None:
+    with pytest.raises(RaspError) as info:
+        draw.render("digraph g {}", tmp_path / "g.pdf")
+    assert info.value.format() == (
+        "error: cannot draw to 'g.pdf': the file name must end in .png, .svg or .dot")
+
+
+def test_render_without_graphviz_writes_dot_and_says_so(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(RaspError) as info:
+        draw.render("digraph g {}\n", tmp_path / "g.svg")
+    message = info.value.format()
+    assert "Graphviz is not installed" in message
+    assert f"written as DOT text to {tmp_path / 'g.dot'} instead" in message
+    assert (tmp_path / "g.dot").read_text() == "digraph g {}\n"
+    assert not (tmp_path / "g.svg").exists()
+
+
+def test_render_reports_unwritable_paths(tmp_path: Path) -> None:
+    with pytest.raises(RaspError, match="cannot write .*missing.*g.dot"):
+        draw.render("digraph g {}", tmp_path / "missing" / "g.dot")
+
+
+def _fake_dot(tmp_path: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put an executable `dot` on PATH, so render's call is tested without Graphviz."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dot"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(bin_dir) + os.pathsep + os.environ["PATH"])
+
+
+def test_render_calls_dot_with_format_and_output(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake records its arguments and stdin into the output file given after -o.
+    _fake_dot(tmp_path, 'echo "$1" > "$3"; cat >> "$3"\n', monkeypatch)
+    assert draw.render("digraph g {}\n", tmp_path / "g.PNG") == tmp_path / "g.PNG"
+    assert (tmp_path / "g.PNG").read_text() == "-Tpng\ndigraph g {}\n"
+
+
+def test_render_reports_dot_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_dot(tmp_path, 'echo "syntax error in line 1" >&2; exit 1\n', monkeypatch)
+    with pytest.raises(RaspError) as info:
+        draw.render("digraph {", tmp_path / "g.svg")
+    assert info.value.format() == (
+        f"error: Graphviz 'dot' failed on {tmp_path / 'g.svg'}: syntax error in line 1")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_real_graphviz_renders_svg(tmp_path: Path) -> None:
+    root, _ = two_layer_program()
+    draw.render(draw.to_dot(analyse(root)), tmp_path / "g.svg")
+    assert "<svg" in (tmp_path / "g.svg").read_text()
