@@ -80,6 +80,8 @@ class Layer:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Analysis:
+    """The schedule of `roots` and everything they depend on: `layers[l - 1]` is layer l."""
+
     roots: tuple[graph.Node, ...]
     layers: tuple[Layer, ...]
     input_maps: tuple[graph.Map, ...]

@@ -253,6 +253,7 @@ def test_a_500_deep_chain_of_aggregates() -> None:
     a = analyse(node)
     assert a.n_layers == 500 and a.heads == (1,) * 500
     assert a.node_depth(node) == 500
+    assert repr(a.layers[-1]).startswith("Layer(500, heads=(Head(layer=500, selector='select(==)'")
 
 
 def test_a_deep_chain_of_composite_selectors() -> None:
