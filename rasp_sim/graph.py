@@ -44,7 +44,7 @@ MapOp = Literal[
 ]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Node:
     span: Span | None = field(default=None, kw_only=True)
     name: str | None = field(default=None, kw_only=True)
@@ -60,33 +60,39 @@ class Node:
     def children(self) -> tuple["Node", ...]:
         return ()
 
+    def __repr__(self) -> str:
+        # Shallow on purpose: the dataclass repr would nest the whole graph and hit the
+        # recursion limit on deep programs.
+        label = f" {self.name!r}" if self.name else ""
+        return f"<{type(self).__name__}{label} at {self.span}>"
+
 
 # ----------------------------------------------------------------------------- s-ops
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SOp(Node):
     """A sequence operator: input sequence -> sequence of atoms of the same length."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Tokens(SOp):
     kind: TokensKind = "str"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Indices(SOp):
     pass
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Full(SOp):
     """An atom lifted to a constant s-op (depth 0)."""
 
     value: Any = None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Map(SOp):
     op: MapOp = "+"
     inputs: tuple[SOp, ...] = ()
@@ -96,7 +102,7 @@ class Map(SOp):
         return self.inputs
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Aggregate(SOp):
     """Mean (or, as an extension, sum) of the selected values, with RASP's rules:
     0 selected -> default; 1 -> that value unchanged; >= 2 -> float mean, numeric only
@@ -114,12 +120,12 @@ class Aggregate(SOp):
 # -------------------------------------------------------------------------- selectors
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Selector(Node):
     """A lazy n x n boolean matrix, M[q][k]."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Select(Selector):
     """M[q][k] = keys[k] op queries[q]."""
 
@@ -131,7 +137,7 @@ class Select(Selector):
         return (self.keys, self.queries)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SelectorAnd(Selector):
     left: Selector = None  # type: ignore[assignment]
     right: Selector = None  # type: ignore[assignment]
@@ -140,7 +146,7 @@ class SelectorAnd(Selector):
         return (self.left, self.right)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SelectorOr(Selector):
     left: Selector = None  # type: ignore[assignment]
     right: Selector = None  # type: ignore[assignment]
@@ -149,7 +155,7 @@ class SelectorOr(Selector):
         return (self.left, self.right)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SelectorNot(Selector):
     operand: Selector = None  # type: ignore[assignment]
 
