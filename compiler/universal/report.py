@@ -1,0 +1,46 @@
+"""Sizes of a universal transformer next to the reference bounds (UNIVERSAL.md 9).
+
+Only achieved sizes are reported as facts. The paper's stated bounds (as described, not
+checked against its text) are shown as formulas with d = max(k, c) and no constant.
+"""
+from __future__ import annotations
+
+from ..weights import SparseMatrix, Transformer
+from .paths import constraint_count
+from .spec import read_spec
+
+
+def nonzeros(matrix) -> int:
+    if isinstance(matrix, SparseMatrix):
+        return matrix.nnz
+    return int((matrix != 0).sum())
+
+
+def size_report(ut: Transformer) -> dict:
+    spec = read_spec(ut)
+    shape = spec.shape
+    heads, layers, k, c = shape.heads, shape.layers, shape.head_dim, shape.out_dim
+    paths = (heads + 1) ** layers if shape.residual else heads ** layers
+    return {
+        "kind": spec.kind,
+        "layout": spec.layout,
+        "heads": heads, "layers": layers, "dim": shape.dim, "head_dim": k, "out_dim": c,
+        "residual": shape.residual, "causal": shape.causal, "tied": spec.tied,
+        "m": ut.width,
+        "constraints_C": constraint_count(shape),
+        "blocks": ut.metadata["universal"].get("blocks"),
+        "nonzeros": {
+            "R_Q": [nonzeros(h.w_q) for block in ut.layers for h in block.heads],
+            "R_K": [nonzeros(h.w_k) for block in ut.layers for h in block.heads],
+            "R_V": [nonzeros(h.w_v) for block in ut.layers for h in block.heads],
+            "P": nonzeros(ut.unembed),
+        },
+        "reference": {
+            "single_head_2kL_plus_c": 2 * k * layers + c,
+            # The paper's stated O(Ld) (H = 1) / O(HLd) (H >= 2), evaluated without constant.
+            "paper_stated_L_d" if heads == 1 else "paper_stated_H_L_d":
+                layers * max(k, c) * (1 if heads == 1 else heads),
+            # UNIVERSAL.md 8: attention matching needs m >= (number of paths) even for d = 1.
+            "attention_matching_lower_bound": paths,
+        },
+    }
