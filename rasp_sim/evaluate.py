@@ -1,0 +1,250 @@
+"""Evaluate s-op graphs (`rasp_sim.graph`) on batches of inputs, vectorised with NumPy.
+
+Public API
+----------
+`evaluate(roots, inputs, *, exact=False, memory_limit_bytes=DEFAULT_MEMORY_LIMIT)`
+    `roots`: a sequence of graph nodes; `inputs`: a sequence of inputs, each a non-empty
+    sequence of atoms (a str is a sequence of characters). Returns `out[i][r]`, the value
+    of `roots[r]` on `inputs[i]` as plain Python values: an s-op gives a list of atoms
+    (int, float, str, bool, or Fraction in exact mode), a selector a list of n rows of
+    bools, row q being query q (`M[q][k] = keys[k] op queries[q]`).
+`evaluate_one(root, input, **same)`: the value of one node on one input.
+`evaluate_batch(roots, batch, **same) -> dict[node, np.ndarray]`: the array-level API for
+    benchmarks and the compiler. `batch` is a 2-D array or a list of equal-length inputs;
+    an s-op's value is a (batch, n) array, a selector's a (batch, n, n) bool array. The
+    array dtypes are those of `rasp_sim.evaluation.columns`.
+`estimate_bytes(roots, n)`: the memory estimate for one input of length n.
+
+How it runs: inputs are grouped by length; each group is evaluated node by node in
+dependency order (`graph.ancestors`: only what the roots need, each node once, memoised by
+identity), a value is dropped once its last consumer has run, and every node is one NumPy
+operation over the whole group (rasp_sim/evaluation/). Values follow `rasp_sim.semantics`
+exactly, including element types; aggregate means are bit-equal to the original's
+left-to-right sums (rasp_sim/evaluation/attention.py). `exact=True` computes with
+Fractions instead of floats (rasp_sim/semantics.py).
+
+Errors: a failing node raises its RaspError with the node's span and the index (in
+`inputs`) and an abbreviation of the first input it fails on. Memory: before a group runs,
+the peak of the live values is estimated (8 bytes per element: n per s-op, n^2 per
+selector, plus the temporaries of the node being computed); a group that exceeds
+`memory_limit_bytes` is split into chunks that fit, and if one input alone exceeds it a
+RaspResourceError says so and how to raise the limit.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import graph, semantics
+from .errors import RaspError, RaspResourceError, RaspTypeError
+from .evaluation.attention import aggregate, select
+from .evaluation.columns import concat_rows, constant, from_objects, object_column
+from .evaluation.elementwise import apply_map
+
+DEFAULT_MEMORY_LIMIT = 4 * 2**30
+_ELEMENT_BYTES = 8
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def evaluate(
+    roots: Sequence[graph.Node],
+    inputs: Sequence[Any],
+    *,
+    exact: bool = False,
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+) -> list[list[Any]]:
+    """The value of every root on every input, as plain Python values (`out[i][r]`)."""
+    plan = _Plan(tuple(roots))
+    rows = [_as_input(x, i) for i, x in enumerate(inputs)]
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_length[len(row)].append(i)
+    out: list[list[Any]] = [[None] * len(plan.roots) for _ in rows]
+    for ids in by_length.values():
+        arrays = _run_group(plan, [rows[i] for i in ids], ids, exact, memory_limit_bytes)
+        for r, root in enumerate(plan.roots):
+            for i, value in zip(ids, arrays[root].tolist()):
+                out[i][r] = value
+    return out
+
+
+def evaluate_one(root: graph.Node, input: Any, **options: Any) -> Any:
+    """The value of `root` on one input (what the REPL displays)."""
+    return evaluate([root], [input], **options)[0][0]
+
+
+def evaluate_batch(
+    roots: Sequence[graph.Node],
+    batch: Any,
+    *,
+    exact: bool = False,
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+) -> dict[graph.Node, np.ndarray]:
+    """Array-level evaluation of a batch of equal-length inputs."""
+    plan = _Plan(tuple(roots))
+    rows = batch if isinstance(batch, np.ndarray) else [_as_input(x, i) for i, x in enumerate(batch)]
+    if len({len(row) for row in rows}) > 1:
+        raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for mixed lengths")
+    return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
+
+
+def estimate_bytes(roots: Sequence[graph.Node], n: int) -> int:
+    """Peak memory, in bytes, of evaluating `roots` on one input of length n."""
+    return _Plan(tuple(roots)).peak_bytes(n)
+
+
+# ------------------------------------------------------------------------------ planning
+
+
+@dataclass
+class _Plan:
+    """The nodes to run, in order, and when each value can be dropped."""
+
+    roots: tuple[graph.Node, ...]
+
+    def __post_init__(self) -> None:
+        self.order = list(graph.ancestors(self.roots))
+        last_use: dict[graph.Node, int] = {}
+        for step, node in enumerate(self.order):
+            for child in node.children():
+                last_use[child] = step
+        keep = set(self.roots)
+        self.drops: list[list[graph.Node]] = [[] for _ in self.order]
+        for node, step in last_use.items():
+            if node not in keep:
+                self.drops[step].append(node)
+
+    def peak_bytes(self, n: int) -> int:
+        live = peak = 0
+        for step, node in enumerate(self.order):
+            size = _value_elements(node, n)
+            peak = max(peak, live + size + _temporary_elements(node, n))
+            live += size - sum(_value_elements(d, n) for d in set(self.drops[step]))
+        return peak * _ELEMENT_BYTES
+
+
+def _value_elements(node: graph.Node, n: int) -> int:
+    return n * n if isinstance(node, graph.Selector) else n
+
+
+def _temporary_elements(node: graph.Node, n: int) -> int:
+    if isinstance(node, graph.Aggregate):
+        return 2 * n * n  # the masked values and their running sums (or a cast selector)
+    if isinstance(node, graph.Selector):
+        return n * n
+    return 2 * n
+
+
+# ------------------------------------------------------------------------------- running
+
+
+def _as_input(x: Any, i: int) -> Sequence[Any]:
+    if not isinstance(x, str):
+        try:
+            x = [v.item() if isinstance(v, np.generic) else v for v in x]
+        except TypeError:
+            raise RaspTypeError(f"input {i} is not a sequence: {_abbrev(x)}") from None
+    if len(x) == 0:
+        raise RaspTypeError(f"input {i} is empty: inputs must be non-empty sequences")
+    return x
+
+
+def _run_group(
+    plan: _Plan, rows: Any, ids: list[int], exact: bool, limit: int
+) -> dict[graph.Node, np.ndarray]:
+    n = len(rows[0])
+    per_input = plan.peak_bytes(n)
+    if per_input > limit:
+        raise RaspResourceError(
+            f"evaluating this program on one input of length {n} needs about "
+            f"{per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
+            "with memory_limit_bytes= (rasp-sim: --memory-limit)"
+        )
+    chunk = max(1, limit // per_input)
+    parts = [
+        _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact)
+        for s in range(0, len(rows), chunk)
+    ]
+    return {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
+
+
+def _run_chunk(plan: _Plan, rows: Any, ids: list[int], exact: bool) -> dict[graph.Node, np.ndarray]:
+    values: dict[graph.Node, np.ndarray] = {}
+    for step, node in enumerate(plan.order):
+        try:
+            values[node] = _compute(node, values, rows, exact)
+        except RaspError as exc:
+            raise _locate(node, values, rows, ids, exact, exc) from None
+        except MemoryError:
+            raise RaspResourceError(
+                "out of memory; lower memory_limit_bytes (rasp-sim: --memory-limit) so "
+                "that batches are split into smaller chunks", node.span
+            ) from None
+        for dropped in plan.drops[step]:
+            values.pop(dropped, None)
+    return {root: values[root] for root in plan.roots}
+
+
+def _locate(
+    node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool, exc: RaspError
+) -> RaspError:
+    """Re-run the failing node input by input to name the first input it fails on."""
+    for r in range(len(rows)):
+        sub = {c: values[c][r : r + 1] for c in node.children()}
+        try:
+            _compute(node, sub, rows[r : r + 1], exact)
+        except RaspError as err:
+            where = f"input {ids[r]} ({_abbrev(rows[r])})"
+            return type(err)(f"{err.message}, on {where}", err.span or node.span)
+    return exc.with_span(node.span)
+
+
+def _abbrev(x: Any) -> str:
+    text = repr(x if isinstance(x, str) else list(x) if not isinstance(x, np.ndarray) else x.tolist())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _compute(node: graph.Node, values: dict, rows: Any, exact: bool) -> np.ndarray:
+    b, n = len(rows), len(rows[0])
+    if isinstance(node, graph.Tokens):
+        return _tokens(rows, node.kind, exact)
+    if isinstance(node, graph.Indices):
+        return np.broadcast_to(np.arange(n, dtype=np.int64), (b, n))
+    if isinstance(node, graph.Full):
+        return constant(node.value, (b, n), exact=exact)
+    if isinstance(node, graph.Map):
+        return apply_map(node.op, [values[c] for c in node.inputs], node.params, exact)
+    if isinstance(node, graph.Select):
+        return select(values[node.keys], values[node.queries], node.op, exact)
+    if isinstance(node, graph.SelectorAnd):
+        return values[node.left] & values[node.right]
+    if isinstance(node, graph.SelectorOr):
+        return values[node.left] | values[node.right]
+    if isinstance(node, graph.SelectorNot):
+        return ~values[node.operand]
+    if isinstance(node, graph.Aggregate):
+        return aggregate(values[node.selector], values[node.values], node.default, node.reduction, exact)
+    raise TypeError(f"not a graph node: {node!r}")
+
+
+def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
+    """`tokens_<kind>` of a group of equal-length inputs."""
+    if isinstance(rows, np.ndarray):
+        if kind in ("asis", "int") and rows.dtype.kind == "i":
+            return rows.astype(np.int64)
+        rows = rows.tolist()
+    if kind in ("asis", "str") and all(type(r) is str and "\0" not in r for r in rows):
+        return np.array([list(r) for r in rows], dtype=str)
+    if kind in ("asis", "int") and all(type(x) is int for r in rows for x in r):
+        try:
+            return np.array(rows, dtype=np.int64)
+        except OverflowError:
+            pass
+    shape = (len(rows), len(rows[0]))
+    items = (semantics.convert_token(kind, x, exact=exact) for r in rows for x in r)
+    return from_objects(object_column(items, shape), exact=exact)

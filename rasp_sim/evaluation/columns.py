@@ -1,0 +1,98 @@
+"""Value columns: how a batch of s-op values is held as a NumPy array.
+
+An s-op's value on a batch of b inputs of length n is a (b, n) array of one of these
+dtypes, each standing for one homogeneous Python element type:
+
+| dtype | Python elements |
+|---|---|
+| bool | bool |
+| int64 | int (not bool) |
+| float64 | float (never in exact mode) |
+| str_ ('U') | str, none ending in NUL (NumPy drops trailing NULs) |
+| object | anything else: mixed bool/int or int/float rows, big ints, Fractions, rows of
+  different types |
+
+Fast elementwise paths only ever see the first four; `from_objects` turns the object
+results of the generic path back into the narrowest faithful dtype and type-checks each
+row (one row = one input's sequence, LANGUAGE.md 6.2).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from .. import semantics
+
+INT64_MAX = np.iinfo(np.int64).max
+FLOAT_EXACT_INT = 2**53  # every int of at most this magnitude is an exact float64
+
+
+def from_objects(arr: np.ndarray, *, exact: bool = False) -> np.ndarray:
+    """The narrowest faithful column for an object array of atoms; rows type-checked."""
+    if arr.dtype != object:
+        return arr
+    flat = arr.ravel()
+    if exact:
+        arr = object_column(map(semantics.to_exact, flat), arr.shape)
+        flat = arr.ravel()
+    types = set(map(type, flat))
+    if len(types) == 1:
+        (t,) = types
+        if t is bool:
+            return arr.astype(bool)
+        if t is int:
+            try:
+                return arr.astype(np.int64)
+            except OverflowError:
+                pass
+        elif t is float:
+            return arr.astype(np.float64)
+        elif t is str and not any(s.endswith("\0") for s in flat):
+            return arr.astype(str)
+    if arr.ndim == 2:  # s-op values: every row is one input's sequence
+        for row in arr:
+            semantics.sequence_type(row)
+    return arr
+
+
+def object_column(items: Iterable[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """An object array from atoms, element by element (NumPy would recurse into lists)."""
+    out = np.empty(int(np.prod(shape)), dtype=object)
+    for i, x in enumerate(items):
+        out[i] = x
+    return out.reshape(shape)
+
+
+def constant(value: Any, shape: tuple[int, ...], *, exact: bool = False) -> np.ndarray:
+    """An atom broadcast to a column (a `Full` node): a read-only view, never written."""
+    one = from_objects(object_column([value], (1,) * len(shape)), exact=exact)
+    return np.broadcast_to(one, shape)
+
+
+def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """Stack chunk results along the batch axis without NumPy's type promotion
+    (int64 with float64 would silently turn ints into floats)."""
+    if len({p.dtype.kind for p in parts}) == 1:
+        return np.concatenate(parts)
+    return np.concatenate([p.astype(object) for p in parts])
+
+
+def truth(arr: np.ndarray) -> np.ndarray | None:
+    """Python truthiness, elementwise, for the fast dtypes; None for object arrays."""
+    kind = arr.dtype.kind
+    if kind == "b":
+        return arr
+    if kind in "if":
+        return arr != 0  # NaN is truthy in Python and != 0 here
+    if kind == "U":
+        return np.strings.str_len(arr) > 0
+    return None
+
+
+def max_abs(arr: np.ndarray) -> int:
+    """max |x| of an int/bool array as a Python int (0 for an empty array)."""
+    if arr.size == 0:
+        return 0
+    return max(abs(int(arr.max())), abs(int(arr.min())))
+

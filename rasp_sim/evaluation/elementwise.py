@@ -1,0 +1,199 @@
+"""Vectorised `Map` ops: NumPy fast paths that reproduce `rasp_sim.semantics` exactly,
+and a generic object path that calls `semantics` on every element.
+
+A fast path returns None whenever it cannot guarantee the semantics' values and element
+types; the generic path then runs (the property tests in tests/test_evaluate.py check
+the two agree element by element, types included). Cases routed to the generic path:
+
+- int results that could leave int64 (Python ints are unbounded): checked from max |x|;
+- `/` and `%` with a zero divisor (the generic path raises the error), int `/` with an
+  operand beyond 2^53 (NumPy would round the operands before dividing), any int `/` in
+  exact mode (a Fraction);
+- int `^` with a negative exponent (a float, or a Fraction in exact mode), and every
+  float `^`, `exp`, `log`: NumPy may use its own SIMD transcendental functions, which are
+  not always bit-equal to the C library's that Python calls;
+- comparisons between ints beyond 2^53 and floats (Python compares exactly);
+- `round` of non-finite floats or floats beyond int64; mixed-type rows (object arrays).
+
+`sqrt`, `+ - * / %` on floats are correctly rounded IEEE operations in both NumPy and
+Python, so the fast results are bit-equal.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import semantics
+from .columns import FLOAT_EXACT_INT, INT64_MAX, from_objects, max_abs, object_column, truth
+
+_NUMPY_COMPARE = {
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    ">": np.greater,
+    "<=": np.less_equal,
+    ">=": np.greater_equal,
+}
+_UNARY_OPS = ("not", "neg", "pos", "round", "indicator", "exp", "log", "sqrt", "abs")
+
+
+def atom_function(op: str, params: Sequence[Any], exact: bool) -> Callable[..., Any]:
+    """The per-position function of a Map op, from `semantics`."""
+    if op in ("and", "or"):
+        return lambda a, b: semantics.sop_logic(op, a, b)
+    if op in _UNARY_OPS:
+        return lambda x: semantics.unary(op, x, exact=exact)
+    if op == "where":
+        return semantics.where
+    if op == "lookup":
+        return lambda x: semantics.index(params[0], x)
+    if op == "member":
+        return lambda x: semantics.member(x, params[0])
+    return lambda a, b: semantics.binary(op, a, b, exact=exact)
+
+
+def generic(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: bool) -> np.ndarray:
+    """The object path: `semantics` on every element (broadcasting like NumPy)."""
+    fn = atom_function(op, params, exact)
+    out = np.frompyfunc(fn, len(cols), 1)(*cols)
+    return from_objects(np.asarray(out, dtype=object), exact=exact)
+
+
+def apply_map(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: bool) -> np.ndarray:
+    """A Map node's value column from its input columns."""
+    out = _fast(op, cols, params, exact)
+    return out if out is not None else generic(op, cols, params, exact)
+
+
+def compare(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:
+    """Elementwise comparison as a bool array (selectors use it with broadcasting)."""
+    out = _fast_binary(op, a, b, exact)
+    if out is None:
+        out = np.frompyfunc(atom_function(op, (), exact), 2, 1)(a, b).astype(bool)
+    return out
+
+
+# --------------------------------------------------------------------------- fast paths
+
+
+def _fast(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: bool) -> np.ndarray | None:
+    if op in ("and", "or"):
+        ta, tb = truth(cols[0]), truth(cols[1])
+        if ta is None or tb is None:
+            return None
+        return (ta & tb) if op == "and" else (ta | tb)
+    if op == "not":
+        t = truth(cols[0])
+        return None if t is None else ~t
+    if op == "where":
+        return _fast_where(*cols)
+    if op in ("lookup", "member"):
+        return _via_unique(atom_function(op, params, exact), cols[0], exact)
+    if op in _UNARY_OPS:
+        return _fast_unary(op, cols[0], exact)
+    return _fast_binary(op, cols[0], cols[1], exact)
+
+
+def _fast_where(cond: np.ndarray, then: np.ndarray, otherwise: np.ndarray) -> np.ndarray | None:
+    t = truth(cond)
+    if t is None or then.dtype.kind != otherwise.dtype.kind or then.dtype.kind == "O":
+        return None
+    return np.where(t, then, otherwise)
+
+
+def _via_unique(fn: Callable[[Any], Any], x: np.ndarray, exact: bool) -> np.ndarray | None:
+    """A unary function applied once per distinct value (lookups, membership)."""
+    if x.dtype.kind not in "biU":
+        return None
+    uniq, inverse = np.unique(x, return_inverse=True)
+    table = from_objects(object_column(map(fn, uniq.tolist()), (len(uniq),)), exact=exact)
+    return from_objects(table[inverse.reshape(x.shape)], exact=exact)
+
+
+def _fast_unary(op: str, x: np.ndarray, exact: bool) -> np.ndarray | None:
+    kind = x.dtype.kind
+    if kind not in "bif":
+        return None
+    if op == "indicator":
+        return truth(x).astype(np.int64)
+    if kind == "b":  # -True, +True, round(True), abs(True) are ints
+        x, kind = x.astype(np.int64), "i"
+    if op == "pos" or (op == "round" and kind == "i"):
+        return x
+    if op in ("neg", "abs"):
+        if kind == "i" and x.size and x.min() == np.iinfo(np.int64).min:
+            return None  # -(-2^63) leaves int64
+        return np.negative(x) if op == "neg" else np.abs(x)
+    if op == "round":
+        if not np.all(np.abs(x) < 2.0**63):  # also false for inf and NaN: errors
+            return None
+        return np.rint(x).astype(np.int64)  # rint rounds half to even, like round
+    if op == "sqrt" and not exact:
+        if kind == "i" and max_abs(x) > FLOAT_EXACT_INT:
+            return None
+        xf = x.astype(np.float64)
+        if np.any(xf < 0):
+            return None  # math domain error, raised by the generic path
+        return np.sqrt(xf)
+    return None  # exp, log: see the module docstring
+
+
+def _fast_binary(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray | None:
+    ka, kb = a.dtype.kind, b.dtype.kind
+    if "U" in (ka, kb):
+        return _fast_string(op, a, b)
+    if ka not in "bif" or kb not in "bif":
+        return None
+    if op in _NUMPY_COMPARE:
+        if ka != kb and "f" in (ka, kb):
+            ints = a if kb == "f" else b
+            if max_abs(ints) > FLOAT_EXACT_INT:
+                return None
+        return _NUMPY_COMPARE[op](a, b)
+    if "f" in (ka, kb):
+        return _fast_float_arith(op, a.astype(np.float64), b.astype(np.float64))
+    return _fast_int_arith(op, a.astype(np.int64), b.astype(np.int64), exact)
+
+
+def _fast_string(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    ka, kb = a.dtype.kind, b.dtype.kind
+    if ka == kb == "U":
+        if op in _NUMPY_COMPARE:
+            return _NUMPY_COMPARE[op](a, b)
+        if op == "+":
+            return np.strings.add(a, b)
+        return None
+    if op in ("==", "!=") and ka in "bifU" and kb in "bifU":  # str vs number: never equal
+        return np.full(np.broadcast_shapes(a.shape, b.shape), op == "!=")
+    return None
+
+
+def _fast_float_arith(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    with np.errstate(all="ignore"):  # Python floats overflow to inf and make NaN silently too
+        if op == "+":
+            return x + y
+        if op == "-":
+            return x - y
+        if op == "*":
+            return x * y
+        if op in ("/", "%") and not np.any(y == 0):
+            return np.true_divide(x, y) if op == "/" else np.remainder(x, y)
+    return None
+
+
+def _fast_int_arith(op: str, x: np.ndarray, y: np.ndarray, exact: bool) -> np.ndarray | None:
+    mx, my = max_abs(x), max_abs(y)
+    if op in ("+", "-") and mx + my <= INT64_MAX:
+        return x + y if op == "+" else x - y
+    if op == "*" and mx * my <= INT64_MAX:
+        return x * y
+    if op == "/" and not exact and max(mx, my) <= FLOAT_EXACT_INT and not np.any(y == 0):
+        return x.astype(np.float64) / y.astype(np.float64)  # exact operands, one rounding
+    if op == "%" and not np.any(y == 0):
+        return np.remainder(x, y)  # floor modulo: the sign of the divisor, like Python
+    if op == "^" and (y.size == 0 or y.min() >= 0):
+        if mx <= 1 or my * math.log2(mx) < 62:
+            return np.power(x, y)
+    return None
