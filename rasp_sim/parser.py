@@ -1,0 +1,336 @@
+"""Source text to AST: the Lark grammar in `grammar.lark` plus one tree-to-AST transformer.
+
+Public API:
+    parse(text, file="<input>", *, strict=False) -> ast.Program
+    parse_expression(text, file="<input>", *, strict=False) -> ast.Expr
+    is_incomplete(text) -> bool
+
+Every AST node carries a `Span`. Lark's errors become `RaspSyntaxError` with the span of
+the offending token and a message naming what was found and what was expected
+(`syntax_messages.py`). `strict=True` rejects the syntactic extensions (LANGUAGE.md
+10.2) with the syntax error the original would give.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
+
+from . import ast
+from .errors import RaspSyntaxError, Span, register_source
+from .syntax_messages import syntax_error
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+# ------------------------------------------------------------------ `set example E` closer
+
+_OPENERS = frozenset({
+    "LPAR", "LSQB", "LBRACE", "SELECT_OPEN", "AGGREGATE_OPEN", "RANGE_OPEN", "ZIP_OPEN",
+    "LEN_OPEN",
+})
+_CLOSERS = frozenset({"RPAR", "RSQB", "RBRACE"})
+# Tokens an expression can end with.
+_ENDS_OPERAND = frozenset({"ID", "INT", "FLOAT", "FLOAT_EXP", "STRING"}) | _CLOSERS
+# Tokens that extend a complete expression on the same line.
+_CONTINUES = frozenset({
+    "AND", "OR", "EQ", "NE", "LE", "GE", "LT", "GT", "PLUS", "MINUS", "STAR", "SLASH",
+    "PERCENT", "CARET", "IF", "IN", "LPAR", "LSQB",
+})
+
+
+class _SetExampleCloser:
+    """Lark post-lexer: ends `set [s-op|selector] example E` with a virtual _SET_END.
+
+    REPL statements take no ';', so `set example "ab"` followed by a line `(x);` is
+    ambiguous for a grammar. The original reads line by line and runs the statement as
+    soon as the text is a complete statement, so the example ends at the first line break
+    after which the expression is complete (brackets balanced, no `if` waiting for its
+    `else`, last token ends an operand), or earlier, at a token that cannot continue it.
+    """
+
+    always_accept = ()
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        armed = False        # saw `set` (and maybe a target), waiting for `example`
+        watching = False     # inside the example expression
+        depth = open_ifs = 0
+        prev: Token | None = None
+        for tok in stream:
+            if watching and self._complete(prev, depth, open_ifs) and (
+                tok.line > prev.end_line or tok.type not in _CONTINUES
+            ):
+                yield Token.new_borrow_pos("_SET_END", "", prev)
+                watching = False
+            if tok.type == "SET":
+                armed = True
+            elif armed and tok.type == "EXAMPLE":
+                armed, watching, depth, open_ifs = False, True, 0, 0
+            elif tok.type not in ("S_OP", "SELECTOR"):
+                armed = False
+            if watching:
+                depth += (tok.type in _OPENERS) - (tok.type in _CLOSERS)
+                if depth == 0 and tok.type in ("IF", "ELSE"):
+                    open_ifs += 1 if tok.type == "IF" else -1
+                if depth < 0 or tok.type == "SEMICOLON":
+                    watching = False     # the parser reports the error
+            prev = tok
+            yield tok
+        if watching and self._complete(prev, depth, open_ifs):
+            yield Token.new_borrow_pos("_SET_END", "", prev)
+
+    @staticmethod
+    def _complete(prev: Token | None, depth: int, open_ifs: int) -> bool:
+        return prev is not None and depth == 0 and open_ifs == 0 and prev.type in _ENDS_OPERAND
+
+
+@functools.cache
+def _lark() -> Lark:
+    """The parser, built once per process (and its tables cached on disk by Lark)."""
+    return Lark(
+        GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="basic",
+        postlex=_SetExampleCloser(),
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start=["start", "expression_only"],
+        cache=True,
+    )
+
+
+# ------------------------------------------------------------------ tree -> AST
+
+_BUILTIN_NAMES = {
+    "RANGE_OPEN": "range", "ZIP_OPEN": "zip", "LEN_OPEN": "len",
+    "ROUND": "round", "INDICATOR": "indicator",
+}
+
+
+@v_args(meta=True)
+class _Builder(Transformer_NonRecursive):
+    """Builds `ast` nodes bottom-up; list-like rules become tuples. Non-recursive, so a
+    deeply nested or very long expression cannot exhaust Python's stack here."""
+
+    def __init__(self, file: str, strict: bool):
+        super().__init__()
+        self.file = file
+        self.strict = strict
+
+    def _span(self, meta) -> Span:
+        return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _token_span(self, tok: Token) -> Span:
+        return Span(self.file, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    def _reject(self, message: str, tok: Token) -> RaspSyntaxError:
+        return RaspSyntaxError(message, self._token_span(tok))
+
+    # ---- lists
+    def _flatten(self, meta, children) -> tuple:
+        return (*children[0], children[1]) if len(children) == 2 else (children[0],)
+
+    expr_list = dict_pairs = _flatten
+
+    def id_list(self, meta, children) -> tuple[str, ...]:
+        return (*children[0], str(children[1])) if len(children) == 2 else (str(children[0]),)
+
+    def dict_pair(self, meta, children):
+        return (children[0], children[1])
+
+    # ---- program and statements
+    def start(self, meta, children) -> ast.Program:
+        return ast.Program(tuple(children), self.file)
+
+    def expression_only(self, meta, children) -> ast.Expr:
+        return children[0]
+
+    def expr_statement(self, meta, children):
+        return ast.ExprStatement(children[0], self._span(meta))
+
+    def assign(self, meta, children):
+        return ast.Assign(children[0], children[1], self._span(meta))
+
+    def draw(self, meta, children):
+        return ast.Draw(children[0], children[1] if len(children) > 1 else None, self._span(meta))
+
+    def load(self, meta, children):
+        return ast.Load(children[0][1:-1], self._span(meta))
+
+    def return_statement(self, meta, children):
+        return children[0]
+
+    def function_def(self, meta, children):
+        name, params, *body, returns = children
+        return ast.FunctionDef(
+            str(name), params or (), tuple(body), returns, self._span(meta)
+        )
+
+    def loop_body(self, meta, children):
+        return tuple(children)
+
+    def for_loop(self, meta, children):
+        names, iterable, body = children
+        return ast.For(names, iterable, body, self._span(meta))
+
+    def example_target(self, meta, children) -> str:
+        return str(children[0])
+
+    def set_example(self, meta, children):
+        target, example = children
+        return ast.SetExample(target or "both", example, self._span(meta))
+
+    def show_example(self, meta, children):
+        return ast.ShowExample(children[0] or "both", self._span(meta))
+
+    def examples_toggle(self, meta, children):
+        target, switch = children
+        return ast.ExamplesToggle(target or "both", switch == "on", self._span(meta))
+
+    def full_seq_display(self, meta, children):
+        return ast.FullSeqDisplay(children[-1] == "on", self._span(meta))
+
+    def exit(self, meta, children):
+        return ast.Exit(self._span(meta))
+
+    # ---- expressions
+    def integer(self, meta, children):
+        return ast.IntLiteral(int(children[0]), self._span(meta))
+
+    def float(self, meta, children):
+        tok = children[0]
+        if self.strict and tok.type == "FLOAT_EXP":
+            digits = tok.value.rstrip("0123456789+-").rstrip("eE")
+            raise self._reject(
+                f"float literal '{tok}' with an exponent is an extension (strict mode): "
+                f"the original reads '{digits}' followed by the name "
+                f"'{tok.value[len(digits):]}'", tok)
+        return ast.FloatLiteral(float(tok), str(tok), self._span(meta))
+
+    def string(self, meta, children):
+        return ast.StringLiteral(children[0][1:-1], self._span(meta))
+
+    def name(self, meta, children):
+        return ast.Name(str(children[0]), self._span(meta))
+
+    def binary(self, meta, children):
+        left, op, right = children
+        return ast.BinaryOp(str(op), left, right, self._span(meta))
+
+    def not_equal(self, meta, children):
+        left, op, right = children
+        if self.strict:
+            raise self._reject(
+                "'!=' in an expression is an extension (strict mode): the original allows "
+                "'!=' only inside select(...); write not (a == b)", op)
+        return ast.BinaryOp("!=", left, right, self._span(meta))
+
+    def unary(self, meta, children):
+        op, operand = children
+        return ast.UnaryOp(str(op), operand, self._span(meta))
+
+    def contains(self, meta, children):
+        return ast.Contains(children[0], children[1], self._span(meta))
+
+    def ternary(self, meta, children):
+        then, condition, otherwise = children
+        return ast.Ternary(then, condition, otherwise, self._span(meta))
+
+    def index(self, meta, children):
+        return ast.Index(children[0], children[1], self._span(meta))
+
+    def call(self, meta, children):
+        function, args = children
+        return ast.Call(function, args or (), self._span(meta))
+
+    def spaced_select(self, meta, children):
+        function, args, op = children
+        if not (isinstance(function, ast.Name) and function.id == "select" and len(args) == 2):
+            raise self._reject(
+                f"unexpected '{op}': a comparison operator as an argument is only allowed "
+                "as the third argument of select(keys, queries, op)", op)
+        if self.strict:
+            raise self._reject(
+                f"unexpected '{op}': 'select (' with a space is an extension (strict mode); "
+                "the original needs 'select(' with no space before '('", op)
+        return ast.Select(args[0], args[1], str(op), self._span(meta))
+
+    def list(self, meta, children):
+        return ast.ListLiteral(children[0] or (), self._span(meta))
+
+    def dict(self, meta, children):
+        return ast.DictLiteral(children[0] or (), self._span(meta))
+
+    def list_comprehension(self, meta, children):
+        element, names, iterable = children
+        return ast.ListComprehension(element, names, iterable, self._span(meta))
+
+    def dict_comprehension(self, meta, children):
+        key, value, names, iterable = children
+        return ast.DictComprehension(key, value, names, iterable, self._span(meta))
+
+    def select_op(self, meta, children) -> Token:
+        return children[0]
+
+    def select(self, meta, children):
+        _, keys, queries, op = children
+        return ast.Select(keys, queries, str(op), self._span(meta))
+
+    def aggregate(self, meta, children):
+        _, selector, values, *default = children
+        return ast.Aggregate(selector, values, default[0] if default else None, self._span(meta))
+
+    def builtin(self, meta, children):
+        opener, args = children
+        if not isinstance(args, tuple):      # len(, round, indicator take one expression
+            args = (args,)
+        return ast.BuiltinCall(_BUILTIN_NAMES[opener.type], args, self._span(meta))
+
+
+# ------------------------------------------------------------------ public API
+
+
+def _run(text: str, file: str, strict: bool, start: str):
+    register_source(file, text)
+    try:
+        tree = _lark().parse(text, start=start)
+    except UnexpectedInput as exc:
+        raise syntax_error(exc, text, file) from None
+    try:
+        return _Builder(file, strict).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, RaspSyntaxError):
+            raise exc.orig_exc from None
+        raise
+
+
+def parse(text: str, file: str = "<input>", *, strict: bool = False) -> ast.Program:
+    """Parse a whole program (a file, or a chunk of REPL input)."""
+    return _run(text, file, strict, "start")
+
+
+def parse_expression(text: str, file: str = "<input>", *, strict: bool = False) -> ast.Expr:
+    """Parse a single expression, e.g. a CLI `--input` or a REPL `show` argument."""
+    return _run(text, file, strict, "expression_only")
+
+
+def is_incomplete(text: str) -> bool:
+    """True when `text` is an unfinished statement: the parse ran into the end of input
+    (a missing ';', an open bracket or body). The REPL then asks for another line."""
+    try:
+        _lark().parse(text, start="start")
+    except UnexpectedToken as exc:
+        return exc.token.type == "$END"
+    except UnexpectedEOF:
+        return True
+    except UnexpectedCharacters:
+        return False
+    return False
