@@ -15,10 +15,12 @@ from typing import Sequence
 
 from ..errors import RaspError
 
-# (module, help) for each subcommand; the module defines `register(subparsers)`, which
+# The subcommand modules, in help order; each defines `register(subparsers)`, which
 # adds its parser and sets `handler(args) -> int` as a default.
 COMMANDS: tuple[str, ...] = (
     "rasp_sim.cli.run",
+    "rasp_sim.cli.analyse",
+    "rasp_sim.cli.repl",
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2

@@ -1,0 +1,70 @@
+"""`rasp-sim analyse` and `rasp-sim draw`: the layers and heads a program needs."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from .inputs import parse_input
+from .program import load_named_node
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    analyse = subparsers.add_parser(
+        "analyse", aliases=["analyze"],
+        help="layers, heads per layer and head widths of an s-op",
+        description="Schedule NAME into transformer layers with the original RASP's rules "
+        "and print layers, heads per layer, each head's value width and the maps per layer.",
+    )
+    _common(analyse)
+    analyse.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    analyse.set_defaults(handler=run_analyse)
+
+    draw = subparsers.add_parser(
+        "draw", help="draw an s-op's graph, one cluster per layer (Graphviz)",
+        description="Write NAME's computation graph, grouped into layers, as Graphviz: "
+        "OUT.dot always works; OUT.svg / OUT.png need the `dot` program.",
+    )
+    _common(draw)
+    draw.add_argument("-o", "--output", required=True, metavar="OUT",
+                      help="output file: .dot, .svg or .png")
+    draw.add_argument("--input", metavar="TEXT",
+                      help="label every node with its value on this input")
+    draw.set_defaults(handler=run_draw)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the .rasp program")
+    parser.add_argument("name", nargs="?", help="the s-op or selector (default: the last "
+                        "one assigned)")
+    parser.add_argument("--strict", action="store_true", help="disable every extension")
+
+
+def run_analyse(args: argparse.Namespace) -> int:
+    from ..analyse import analyse, format_table
+
+    name, node = load_named_node(args.file, args.name, strict=args.strict)
+    analysis = analyse(node)
+    if args.json:
+        print(json.dumps({"name": name, **analysis.to_json()}, indent=2))
+    else:
+        print(f"{name}:")
+        print(format_table(analysis))
+    return 0
+
+
+def run_draw(args: argparse.Namespace) -> int:
+    from ..analyse import analyse
+    from ..draw import render, to_dot
+    from ..evaluate import evaluate
+    from ..graph import ancestors
+
+    _, node = load_named_node(args.file, args.name, strict=args.strict)
+    analysis = analyse(node)
+    values = None
+    if args.input is not None:
+        nodes = list(ancestors(node))
+        results = evaluate(nodes, [parse_input(args.input)])
+        values = {n: result[0] for n, result in zip(nodes, results)}
+    path = render(to_dot(analysis, values), args.output)
+    print(f"wrote {path}")
+    return 0

@@ -1,0 +1,117 @@
+"""`rasp-sim repl`: the interactive read-eval-print loop.
+
+It behaves like the original's REPL (LANGUAGE.md 3.2, 6.14): every s-op or selector is
+evaluated on the running example as it is defined, and a definition that fails there is
+reported and not bound. Lines accumulate until they form complete statements (the `.. `
+prompt); a syntax error discards the accumulated text. Errors never end the session.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Callable, TextIO
+
+from ..errors import RaspError
+
+PROMPT, CONTINUATION = ">> ", ".. "
+HISTORY_FILE = Path(os.environ.get("RASP_SIM_HISTORY", Path.home() / ".rasp_sim_history"))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "repl", help="interactive RASP session with a running example",
+        description="An interactive RASP session. Definitions are checked on the running "
+        "example (default \"hello\"; change it with `set example ...`). Exit with `exit`, "
+        "`quit` or end of input.",
+    )
+    parser.add_argument("file", nargs="?", help="a program to run before the first prompt")
+    parser.add_argument("--exact", action="store_true", help="exact rational arithmetic")
+    parser.add_argument("--strict", action="store_true", help="disable every extension")
+    parser.set_defaults(handler=run_repl)
+
+
+def run_repl(args: argparse.Namespace) -> int:
+    from ..interpreter import Interpreter
+
+    interpreter = Interpreter(exact=args.exact, strict=args.strict, repl=True)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        _enable_history()
+        print('rasp-sim RASP REPL. Running example: "hello". `exit` or Ctrl-D to quit.')
+    if args.file:
+        _report_errors(lambda: interpreter.run_file(args.file))
+    session(interpreter, _line_reader(interactive), sys.stdout)
+    return 0
+
+
+def session(interpreter, read_line: Callable[[str], str | None], out: TextIO) -> None:
+    """Read statements with `read_line(prompt)` (None at end of input) and run them."""
+    from ..parser import is_incomplete, parse
+
+    pending = ""
+    while not interpreter.exit_requested:
+        line = read_line(CONTINUATION if pending else PROMPT)
+        if line is None:
+            break
+        pending += line + "\n"
+        if not pending.strip() or is_incomplete(pending):
+            if not pending.strip():
+                pending = ""
+            continue
+        text, pending = pending, ""
+
+        def run_chunk() -> None:
+            program = parse(text, "<repl>", strict=interpreter.strict)
+            for statement in program.statements:
+                _report_errors(lambda: interpreter.execute(statement), out)
+                if interpreter.exit_requested:
+                    break
+
+        _report_errors(run_chunk, out)
+
+
+def _report_errors(action: Callable[[], None], out: TextIO = sys.stdout) -> None:
+    try:
+        action()
+    except RaspError as error:
+        print(error.format(), file=out)
+
+
+def _line_reader(interactive: bool) -> Callable[[str], str | None]:
+    def read(prompt: str) -> str | None:
+        try:
+            return input(prompt) if interactive else _read_piped()
+        except EOFError:
+            return None
+
+    return read
+
+
+def _read_piped() -> str:
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+def _enable_history() -> None:
+    try:
+        import atexit
+        import readline
+    except ImportError:  # readline is missing on some platforms: history is a nicety
+        return
+    try:
+        readline.read_history_file(HISTORY_FILE)
+    except OSError:
+        pass
+    readline.set_history_length(10_000)
+    atexit.register(_save_history, readline)
+
+
+def _save_history(readline) -> None:
+    try:
+        readline.write_history_file(HISTORY_FILE)
+    except OSError:
+        pass
