@@ -63,8 +63,8 @@ def run_draw(args: argparse.Namespace) -> int:
     values = None
     if args.input is not None:
         nodes = list(ancestors(node))
-        results = evaluate(nodes, [parse_input(args.input)])
-        values = {n: result[0] for n, result in zip(nodes, results)}
+        (results,) = evaluate(nodes, [parse_input(args.input)])
+        values = dict(zip(nodes, results))
     path = render(to_dot(analysis, values), args.output)
     print(f"wrote {path}")
     return 0

@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
                                      strict=args.strict)
 
         def evaluate_chunk(chunk: list) -> list:
-            return evaluate([node], chunk, exact=args.exact,
-                            memory_limit_bytes=args.memory_limit)[0]
+            results = evaluate([node], chunk, exact=args.exact,
+                               memory_limit_bytes=args.memory_limit)
+            return [per_input[0] for per_input in results]
 
         outputs = in_chunks(evaluate_chunk, inputs)
     for sequence, output in zip(inputs, outputs):
