@@ -10,26 +10,41 @@ from .errors import UniversalError
 from .gaussian import solve_embedding
 from .spec import read_spec
 from .sparse import sparse_embedding
+from .paths import constraints, target_views
 from .target import canonicalise
 
 
 @dataclass(frozen=True, eq=False)
 class Embedding:
     matrix: np.ndarray           # E (d x m)
-    condition: float | None      # cond(M) for a solved (random) UT; None when placed directly
-    residual: float | None       # relative max |E M - T| of the solve
+    kind: str                    # "sparse" (views placed) or "random" (views solved for)
+    condition: float | None      # cond(M) of a solved (random) UT
+    residual: float | None       # max |E M - T| / max |T| of the solve
+    view_scale: float            # max |W_in V_path T_terminal| over all views
+    readout_scale: float         # the same over read-out views: one path's output size
 
 
 def embed(target: Transformer, ut: Transformer) -> Embedding:
     """E such that UT(X; E) = target(X), or UniversalError naming what does not fit."""
     spec = read_spec(ut)
     canonical = canonicalise(target, spec.shape)
+    views = target_views(canonical, spec.shape)
+    if canonical.input_proj is not None:  # X W_in is the target's stream: E = W_in E_d
+        views = [canonical.input_proj @ view for view in views]
+    readout = [view for (terminal, _), view in zip(constraints(spec.shape), views)
+               if terminal[0] == "O"]
+    scales = (_max_abs(views), _max_abs(readout))
     if spec.kind == "sparse":
-        return Embedding(sparse_embedding(canonical, spec), None, None)
+        return Embedding(sparse_embedding(views, spec), "sparse", None, None, *scales)
     if spec.kind == "random":
-        solution = solve_embedding(canonical, ut)
-        return Embedding(solution.embedding, solution.condition, solution.residual)
+        solution = solve_embedding(views, ut)
+        return Embedding(solution.embedding, "random", solution.condition, solution.residual,
+                         *scales)
     raise UniversalError(f"metadata.universal.kind: unknown kind {spec.kind!r}")
+
+
+def _max_abs(arrays: list[np.ndarray]) -> float:
+    return max(float(np.abs(a).max(initial=0.0)) for a in arrays)
 
 
 def program(ut: Transformer, embedding: np.ndarray) -> Transformer:

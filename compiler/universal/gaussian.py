@@ -13,14 +13,15 @@ import numpy as np
 
 from ..weights import AttentionBlock, AttentionHead, Transformer, as_dense
 from .errors import UniversalError
-from .paths import Path, Terminal, constraint_count, constraints, target_views
-from .spec import Spec, read_spec, write_spec
-from .target import Canonical, Shape
+from .paths import Path, Terminal, constraint_count, constraints
+from .spec import Spec, check_tied, read_spec, write_spec
+from .target import Shape
 
 
 def build_random(shape: Shape, seed: int, tied: bool = False, m: int | None = None) -> Transformer:
     """R^Q, R^K ~ N(0, 1) (m x k), R^V ~ N(0, 1/m) (m x m), P ~ N(0, 1) (m x c); m defaults
     to the number of constraints C, the smallest size that can work."""
+    check_tied(shape, tied)
     size = constraint_count(shape) if m is None else m
     if size < 1:
         raise UniversalError(f"m: must be a positive integer, got {size}")
@@ -70,8 +71,9 @@ class Solution:
     residual: float             # max |E M - T| / max |T|
 
 
-def solve_embedding(target: Canonical, ut: Transformer) -> Solution:
-    """E with E M = T via the SVD of M; UniversalError if m < C or M is rank-deficient."""
+def solve_embedding(views: list[np.ndarray], ut: Transformer) -> Solution:
+    """E with E M = T, T = [views] (paths.target_views), via the SVD of M; UniversalError if
+    m < C or M is rank-deficient."""
     spec: Spec = read_spec(ut)
     shape, m = spec.shape, ut.width
     count = constraint_count(shape)
@@ -88,10 +90,8 @@ def solve_embedding(target: Canonical, ut: Transformer) -> Solution:
         raise UniversalError(f"singular system: the constraint matrix M of the universal "
                              f"transformer has rank {rank} < C = {count} (smallest singular "
                              f"value {singular[-1]:.3g}); no embedding simulates every target")
-    rhs = np.concatenate(target_views(target, shape), axis=1)
+    rhs = np.concatenate(views, axis=1)
     embedding = ((rhs @ right_t.T) / singular) @ left.T
     scale = max(np.abs(rhs).max(), np.finfo(float).tiny)
     residual = float(np.abs(embedding @ matrix - rhs).max() / scale)
-    if target.input_proj is not None:
-        embedding = target.input_proj @ embedding
     return Solution(embedding, float(singular[0] / singular[-1]), count, residual)

@@ -24,19 +24,14 @@ from itertools import product
 import numpy as np
 
 from ..weights import AttentionBlock, AttentionHead, SparseMatrix, Transformer
-from .errors import UniversalError
-from .paths import (Path, Terminal, constraints, paths, target_views, terminal_layer,
-                    terminal_width, terminals)
-from .spec import Spec, write_spec
-from .target import Canonical, Shape
+from .paths import Path, Terminal, constraints, paths, terminal_layer, terminal_width, terminals
+from .spec import Spec, check_tied, write_spec
+from .target import Shape
 
 
 def layout_name(shape: Shape, tied: bool) -> str:
+    check_tied(shape, tied)
     if shape.residual:
-        if tied:
-            raise UniversalError("tied: looped (weight-tied) universal transformers cannot "
-                                 "simulate residual targets exactly (UNIVERSAL.md 5); "
-                                 "drop --tied or --residual")
         return "residual"
     return "tied" if tied else "compact"
 
@@ -131,11 +126,10 @@ def build_sparse(shape: Shape, tied: bool = False) -> Transformer:
                        metadata=write_spec(spec, {"m": table.m, "blocks": len(table.offsets)}))
 
 
-def sparse_embedding(target: Canonical, spec: Spec) -> np.ndarray:
-    """E (d x m): every view V_path T_terminal placed in its stage-0 block."""
+def sparse_embedding(views: list[np.ndarray], spec: Spec) -> np.ndarray:
+    """E (d x m): every view V_path T_terminal (paths.target_views) in its stage-0 block."""
     table = BlockTable(spec.shape, spec.layout)
-    width = target.unembed.shape[0]
-    embedding = np.zeros((width, table.m))
-    for (terminal, path), view in zip(constraints(spec.shape), target_views(target, spec.shape)):
+    embedding = np.zeros((views[0].shape[0], table.m))
+    for (terminal, path), view in zip(constraints(spec.shape), views):
         embedding[:, table.columns(0, terminal, path)] = view
-    return embedding if target.input_proj is None else target.input_proj @ embedding
+    return embedding

@@ -38,3 +38,13 @@ def read_spec(ut: Transformer) -> Spec:
         return Spec(shape, info["kind"], info["layout"], info["tied"], info["seed"])
     except KeyError as missing:
         raise UniversalError(f"metadata.universal: missing field {missing}") from None
+
+
+def check_tied(shape: Shape, tied: bool) -> None:
+    """Tied (looped) weights cannot serve residual targets: R^V_h is the same in every layer,
+    so paths taking the same heads but skipping different layers cannot be told apart
+    (UNIVERSAL.md 5; for Gaussian weights their columns of M coincide)."""
+    if tied and shape.residual:
+        raise UniversalError("tied: a looped (weight-tied) universal transformer cannot "
+                             "simulate residual targets (paths that skip different layers "
+                             "collide); drop --tied or --residual")

@@ -1,49 +1,14 @@
-"""The batched forward pass against a straightforward per-sequence, per-position reference."""
+"""The batched forward pass against the plain per-sequence, per-position reference."""
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from rasp_sim.compiler.forward import forward, matmul
-from rasp_sim.compiler.weights import SparseMatrix, as_dense
+from rasp_sim.compiler.weights import SparseMatrix
 
+from .reference import reference_tokens
 from .test_weights import full_model
-
-
-def reference_forward(model, ids):
-    """One sequence at a time, one query position at a time, plain Python loops for softmax."""
-    outputs = []
-    for seq in ids:
-        n = len(seq)
-        x = np.stack([model.token_embed[t] + model.pos_embed[i] for i, t in enumerate(seq)])
-        for block in model.layers:
-            inner = x
-            if block.norm is not None:
-                inner = np.stack([(row - row.mean()) / math.sqrt(row.var() + block.norm.eps)
-                                  * block.norm.gain + block.norm.bias for row in x])
-            if hasattr(block, "heads"):
-                out = np.zeros_like(x)
-                for head in block.heads:
-                    q, k = inner @ as_dense(head.w_q), inner @ as_dense(head.w_k)
-                    v = inner @ as_dense(head.w_v)
-                    if head.w_o is not None:
-                        v = v @ as_dense(head.w_o)
-                    for i in range(n):
-                        keys = range(i + 1) if model.causal else range(n)
-                        logits = [block.scale * float(q[i] @ k[j]) for j in keys]
-                        top = max(logits)
-                        w = [math.exp(s - top) for s in logits]
-                        out[i] += sum(wj * v[j] for wj, j in zip(w, keys)) / sum(w)
-            else:
-                out = np.maximum(inner @ block.w1 + block.b1, 0) @ block.w2 + block.b2
-            x = x + out if block.residual else out
-        norm = model.final_norm
-        x = np.stack([(row - row.mean()) / math.sqrt(row.var() + norm.eps) * norm.gain
-                      + norm.bias for row in x])
-        outputs.append(x @ model.unembed)
-    return np.stack(outputs)
 
 
 @settings(max_examples=25, deadline=None)
@@ -53,7 +18,7 @@ def test_forward_matches_reference(seed, batch, n, causal):
     model = full_model(seed % 1000).replace(causal=causal)
     ids = np.random.default_rng(seed).integers(0, 4, size=(batch, n))
     got = forward(model, ids)
-    want = reference_forward(model, ids)
+    want = reference_tokens(model, ids)
     # Same float64 operations in a different order: agreement to ~1e-12 relative.
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
 

@@ -1,0 +1,101 @@
+"""Random (Gaussian) universal transformers: E from the linear system, verified."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rasp_sim.compiler.universal.embed import embed
+from rasp_sim.compiler.universal.errors import UniversalError
+from rasp_sim.compiler.universal.gaussian import build_random, constraint_matrix
+from rasp_sim.compiler.universal.paths import constraint_count, target_views
+from rasp_sim.compiler.universal.target import Shape, canonicalise, random_target
+from rasp_sim.compiler.universal.verify import verify
+from rasp_sim.compiler.weights import AttentionBlock, AttentionHead, weights_equal
+
+from .reference import reference_features
+
+# verify.py states the tolerance: 100 cond(M) u (times the input and view scales), from the
+# backward stability of the SVD solve, with a 15x margin over the worst observed ratio.
+# The cap keeps that tolerance from going vacuous: these shapes have cond(M) < 1e6.
+TOLERANCE_CAP = 1e-7
+
+
+def check(ut, target, lengths, seed=0):
+    solved = embed(target, ut)
+    result = verify(ut, solved, target, lengths=lengths, batch=2, seed=seed,
+                    reference=reference_features)
+    assert result.passed, (result, solved.condition)
+    assert result.tolerance <= TOLERANCE_CAP
+    return solved
+
+
+@st.composite
+def configurations(draw):
+    residual = draw(st.booleans())
+    shape = Shape(dim=draw(st.integers(1, 3)), head_dim=draw(st.integers(1, 2)),
+                  out_dim=draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)),
+                  layers=draw(st.integers(1, 3)), residual=residual, causal=draw(st.booleans()))
+    return shape, (False if residual else draw(st.booleans()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(config=configurations(), seed=st.integers(0, 2**32 - 1), length=st.integers(1, 32))
+def test_random_ut_simulates_random_targets(config, seed, length):
+    shape, tied = config
+    solved = check(build_random(shape, seed, tied), random_target(shape, seed ^ 0x5EED),
+                   (length,), seed)
+    assert solved.residual <= 100 * solved.condition * np.finfo(float).eps
+
+
+def test_random_weights_depend_on_the_seed_only():
+    shape = Shape(2, 2, 2, heads=2, layers=2)
+    first = build_random(shape, 11)
+    embed(random_target(shape, 1), first)
+    assert weights_equal(first, build_random(shape, 11))
+    assert not weights_equal(first, build_random(shape, 12))
+
+
+@pytest.mark.parametrize("heads, layers", [(1, 3), (2, 2)])
+def test_m_below_the_constraint_count_is_an_error(heads, layers):
+    shape = Shape(2, 2, 2, heads=heads, layers=layers)
+    count = constraint_count(shape)
+    ut = build_random(shape, 0, m=count - 1)
+    with pytest.raises(UniversalError,
+                       match=rf"m: the universal transformer has m = {count - 1} .* need m >= {count}"):
+        embed(random_target(shape, 0), ut)
+    # One more dimension is enough.
+    assert embed(random_target(shape, 0), build_random(shape, 0, m=count)).condition < 1e8
+
+
+def test_a_singular_system_is_an_error_not_a_wrong_embedding():
+    """Queries and keys read through the same fixed matrix: columns of M coincide."""
+    shape = Shape(2, 2, 2, heads=1, layers=2)
+    ut = build_random(shape, 3)
+    head = ut.layers[0].heads[0]
+    same = AttentionHead(head.w_q, head.w_q, head.w_v)
+    broken = ut.replace(layers=(AttentionBlock((same,), residual=False),) + ut.layers[1:])
+    with pytest.raises(UniversalError, match=r"singular system: .* rank \d+ < C = 10"):
+        embed(random_target(shape, 0), broken)
+
+
+def test_attention_matching_needs_H_to_the_L_dimensions():
+    """UNIVERSAL.md 8: for d = k = c = 1 the read-out conditions alone are H^L independent
+    equations on E, so m = H^L - 1 leaves a residual for a generic target, whatever the
+    rest of the system. We check the read-out block of M directly: its rank is at most m."""
+    shape = Shape(1, 1, 1, heads=2, layers=3)
+    paths_count = shape.heads ** shape.layers
+    ut = build_random(shape, 5, m=paths_count - 1)
+    readout = constraint_matrix(ut, shape)[:, -paths_count:]
+    assert np.linalg.matrix_rank(readout) == paths_count - 1
+    views = np.concatenate(target_views(canonicalise(random_target(shape, 9), shape), shape),
+                           axis=1)[:, -paths_count:]
+    solution, *_ = np.linalg.lstsq(readout.T, views.T, rcond=None)
+    assert np.abs(solution.T @ readout - views).max() > 1e-6 * np.abs(views).max()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("heads, layers", [(1, 4), (2, 3), (3, 3), (4, 2), (2, 4)])
+def test_random_grid(heads, layers):
+    shape = Shape(2, 2, 2, heads, layers, causal=True)
+    check(build_random(shape, heads * 100 + layers), random_target(shape, 1), (1, 16, 32))
