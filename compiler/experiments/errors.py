@@ -1,0 +1,10 @@
+"""The error every bad experiment request raises (unknown task, too large, diverged...)."""
+from __future__ import annotations
+
+from rasp_sim.errors import RaspError
+
+
+class ExperimentError(RaspError):
+    """An experiment that cannot run as asked; the message names the setting and the fix."""
+
+    kind = "experiment error"

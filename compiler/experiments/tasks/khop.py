@@ -1,0 +1,90 @@
+"""k-hop induction heads (Sanford, Hsu & Telgarsky 2024; the `InductionHopsFullSequenceTask`
+of chsanford/hop-induction-heads as described in UNIVERSAL.md 10.2; code written for rasp-sim).
+
+X is a random string over `letters` letters with no two equal neighbours.
+pointer_0(i) = i; pointer_{j+1}(i) = q + 1 for the last q < pointer_j(i) with
+X_q = X_{pointer_j(i)}, or null (and null forever) if there is none.
+hop_k(X)_i = X_{pointer_k(i)}. Input: [k] + X[:n-2]; target: [`_`] + hop_k(X)[:n-2].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ExperimentError
+from . import Batch
+
+MAX_HOPS = 16
+LETTER_BASE = MAX_HOPS + 1          # hop counts 0..16 are ids 0..16; letters 17..20
+VOCAB = 30
+
+
+def sample_strings(size: int, length: int, letters: int, rng: np.random.Generator) -> np.ndarray:
+    """(size, length) letters 0..letters-1, uniform among strings with no equal neighbours."""
+    steps = rng.integers(1, letters, size=(size, length))
+    steps[:, 0] = rng.integers(0, letters, size=size)
+    return np.cumsum(steps, axis=1) % letters
+
+
+def previous_same(strings: np.ndarray, letters: int) -> np.ndarray:
+    """prev[b, i]: the last q < i with X_q = X_i, or -1."""
+    size, length = strings.shape
+    rows = np.arange(size)
+    last = np.full((size, letters), -1)
+    prev = np.empty_like(strings)
+    for i in range(length):
+        prev[:, i] = last[rows, strings[:, i]]
+        last[rows, strings[:, i]] = i
+    return prev
+
+
+def hops(strings: np.ndarray, counts: np.ndarray, letters: int) -> np.ndarray:
+    """hop_{k_b}(X_b)_i for every row b (k_b = counts[b]); -1 where the pointer is null."""
+    size, length = strings.shape
+    prev = previous_same(strings, letters)
+    rows = np.arange(size)[:, None]
+    pointer = np.broadcast_to(np.arange(length), (size, length)).copy()
+    null = np.zeros((size, length), dtype=bool)
+    for step in range(int(counts.max(initial=0))):
+        active = (step < counts)[:, None] & ~null
+        before = prev[rows, pointer]
+        null |= active & (before < 0)
+        pointer = np.where(active & ~null, before + 1, pointer)
+    return np.where(null, -1, strings[rows, pointer])
+
+
+class KHop:
+    """Batches of k-hop sequences, k ~ U[min_hops, max_hops] per sample."""
+
+    name = "khop"
+    vocab_size = VOCAB
+
+    def __init__(self, seq_len: int = 100, letters: int = 4, min_hops: int = 0,
+                 max_hops: int = MAX_HOPS, test_size: int = 2000, test_seed: int = 4444):
+        if not 0 <= min_hops <= max_hops <= MAX_HOPS:
+            raise ExperimentError(f"max_hops: need 0 <= min_hops <= max_hops <= {MAX_HOPS} "
+                                  f"(token ids), got min_hops={min_hops}, max_hops={max_hops}")
+        if not 2 <= letters <= 4:
+            raise ExperimentError(f"letters: the vocabulary has room for 2..4 letters, got {letters}")
+        self.length, self.letters = seq_len, letters
+        self.min_hops, self.max_hops = min_hops, max_hops
+        self.seq_len = seq_len - 1
+        self.null_id, self.blank_id = LETTER_BASE + letters, LETTER_BASE + letters + 1
+        self._test = self.train_batch(test_size, np.random.default_rng(test_seed))
+
+    def test_set(self) -> Batch:
+        return self._test
+
+    def train_batch(self, size: int, rng: np.random.Generator) -> Batch:
+        counts = rng.integers(self.min_hops, self.max_hops + 1, size=size)
+        strings = sample_strings(size, self.length, self.letters, rng)
+        hopped = hops(strings, counts, self.letters)
+        keep = self.length - 2
+        inputs = np.concatenate([counts[:, None], strings[:, :keep] + LETTER_BASE], axis=1)
+        answers = np.where(hopped[:, :keep] < 0, self.null_id, hopped[:, :keep] + LETTER_BASE)
+        targets = np.concatenate([np.full((size, 1), self.blank_id), answers], axis=1)
+        return Batch(inputs.astype(np.int32), targets.astype(np.int32),
+                     np.ones(inputs.shape), counts.astype(np.int32))
+
+    def majority_accuracy(self, batch: Batch) -> float:
+        answers = batch.targets[batch.weights > 0]
+        return float(np.bincount(answers, minlength=VOCAB).max() / answers.size)
