@@ -1,0 +1,154 @@
+"""The original's REPL display conventions (LANGUAGE.md section 8), as text.
+
+Display is not part of the value semantics: tests compare values, and these functions
+only format values computed elsewhere. Graph nodes are evaluated through the `run`
+callback the interpreter passes in (`run(node, example) -> values`), so this module
+never evaluates anything itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import graph
+from .semantics import sequence_type
+from .values import Applied, Function, node_name
+
+Runner = Callable[[graph.Node, Any], list]
+
+
+@dataclass
+class DisplaySettings:
+    sop_examples: bool = True
+    selector_examples: bool = True
+    full_seq: bool = False  # `full seq display on`: two aligned rows per s-op
+
+
+def quote(value: Any) -> str:
+    """The original's formatstr: strings quoted, everything else str()."""
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def small(value: Any) -> str:
+    """One sequence element: floats rounded to 3 digits, bools T/F, strings bare."""
+    if isinstance(value, bool):
+        return "T" if value else "F"
+    if isinstance(value, float):
+        return str(round(value, 3))
+    return str(value)
+
+
+def sequence_text(values: list) -> str:
+    """`[0, 1, 2] (ints)`; an all-equal sequence longer than 1 as `[5]*5 (ints)`."""
+    label = f"({sequence_type(values)}s)"
+    if len(values) > 1 and len(set(values)) == 1:
+        return f"[{small(values[0])}]*{len(values)} {label}"
+    return "[" + ", ".join(small(v) for v in values) + "] " + label
+
+
+def selector_lines(example: Any, matrix: list[list[bool]], prefix: str = "") -> list[str]:
+    """A header row of the keys, then one row per query: `q | 1   1`."""
+    tokens = [str(v) for v in example]
+    lines = [f"{prefix} \t\t\t     " + " ".join(tokens)]
+    for token, row in zip(tokens, matrix):
+        lines.append(f"{prefix} \t\t\t {token} | " + " ".join("1" if v else " " for v in row))
+    return lines
+
+
+def full_sequence_lines(example: Any, values: list, prefix: str = "") -> list[str]:
+    """`full seq display on`: input and output rows, right-aligned to a common width."""
+    if len(set(values)) == 1:
+        return [f"{prefix} {sequence_text(values)} [skipped full display: identical values]"]
+
+    def cells(seq: list) -> list[str]:
+        if seq and isinstance(seq[0], bool):  # mark the rarer value only
+            t = "T" if seq.count(True) <= seq.count(False) else ""
+            f = "F" if seq.count(False) <= seq.count(True) else ""
+            return [t if v else f for v in seq]
+        return [str(v) for v in seq]
+
+    example = list(example)
+    ins, outs = cells(example), cells(values)
+    width = max(len(c) for c in ins + outs)
+
+    def row(cs: list[str]) -> str:
+        return " ".join(c.rjust(width) for c in cs)
+
+    return [
+        f"{prefix} \t\tinput:   {row(ins)} \t ({sequence_type(example)}s)",
+        f"{prefix} \t\toutput:  {row(outs)} \t ({sequence_type(values)}s)",
+    ]
+
+
+@dataclass
+class Display:
+    """Formats named values the way the original's REPL prints them."""
+
+    settings: DisplaySettings
+    run: Runner
+    sop_example: Any = "hello"  # None: no running example (run mode), headers only
+    selector_example: Any = "hello"
+
+    def named(self, name: str | None, value: Any, tabs: int = 0, first: str = "") -> list[str]:
+        pre = "\t" * tabs
+        if isinstance(value, (graph.SOp, graph.Selector)) and name is None:
+            name = node_name(value)
+        if isinstance(value, graph.SOp):
+            lines = [f"{pre} {first}   s-op: {name}"]
+            if self.settings.sop_examples and self.sop_example is not None:
+                values = self.run(value, self.sop_example)
+                if self.settings.full_seq:
+                    lines.append(f"{pre} \t Example: {name}({quote(self.sop_example)}) =")
+                    lines += full_sequence_lines(self.selector_example, values, pre)
+                else:
+                    lines.append(
+                        f"{pre} \t Example: {name}({quote(self.sop_example)}) = "
+                        + sequence_text(values)
+                    )
+            return lines
+        if isinstance(value, graph.Selector):
+            lines = [f"{pre} {first}   selector: {name}"]
+            if self.settings.selector_examples and self.selector_example is not None:
+                lines.append(f"{pre} \t Example:")
+                matrix = self.run(value, self.selector_example)
+                lines += selector_lines(self.selector_example, matrix, pre)
+            return lines
+        if isinstance(value, Function):
+            return [f"{pre} {first}    {value.describe()}"]
+        if isinstance(value, (list, dict)):
+            return self._container(name, value, pre, tabs, first)
+        named = f"{name} = " if name is not None else ""
+        return [f"{pre}    value: {named} {quote(value)}"]
+
+    def _container(self, name: str | None, value: Any, pre: str, tabs: int, first: str) -> list[str]:
+        is_list = isinstance(value, list)
+        head = ("   list: " if is_list else "   dict: ") + (f"{name} = " if name is not None else "")
+        items = list(value) if is_list else list(value.values())
+        nested = any(isinstance(v, (list, dict, graph.SOp, graph.Selector)) for v in items)
+        if not nested:
+            return [f"{pre} {first} {head}{list(value) if is_list else value!r}"]
+        lines = [f"{pre} {first} {head}{pre} " + ("[" if is_list else "{")]
+        if is_list:
+            for v in value:
+                lines += self.named(None, v, tabs + 2)
+        else:
+            for k, v in value.items():
+                lines += self.named(None, v, tabs + 3, first=f"{quote(k)} : ")
+        lines.append(pre + " " * (len(head) + 2) + ("]" if is_list else "}"))
+        return lines
+
+    def applied(self, value: Applied) -> list[str]:
+        """The result of `e(input)` or `draw(e, input)`."""
+        if value.kind == "selector":
+            return ["\t = "] + selector_lines(value.input, list(value))
+        if self.settings.full_seq:
+            return ["\t = "] + full_sequence_lines(value.input, list(value))
+        return ["\t =  " + sequence_text(list(value))]
+
+    def example(self, target: str) -> list[str]:
+        lines = []
+        if target in ("both", "s-op"):
+            lines.append(f"\ts-op example: {quote(self.sop_example)}")
+        if target in ("both", "selector"):
+            lines.append(f"\tselector example: {quote(self.selector_example)}")
+        return lines

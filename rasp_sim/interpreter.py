@@ -1,0 +1,877 @@
+"""The interpreter: walks the AST, manages scopes, and builds the lazy s-op graph.
+
+Public API:
+
+- `Interpreter(*, exact=False, strict=False, repl=False, output=None, example="hello")`
+  - `exact`: float literals are Fractions and atom arithmetic is exact (`1/3*3 == 1`);
+  - `strict`: no extensions (`exp`, `sum`, `aggregate (` ...: "Undefined variable");
+  - `repl`: REPL mode (LANGUAGE.md 6.14): every s-op/selector subexpression is checked
+    on the running example at once, a failing definition is not bound, and every
+    statement displays its result; otherwise *run mode*: no check, and only expression
+    statements, `draw` and `show example` display;
+  - `output`: a callable taking one line of text, or a stream with `write`; default stdout;
+  - `example`: the running example (REPL default "hello"). In run mode it defaults to
+    None (no running example) until the program runs `set example`.
+- `run_source(text, file)`, `run_file(path)`: run a whole program in the top scope.
+- `execute(statement)`: run one parsed statement in the top scope (the REPL's entry).
+- `lookup(name)`: a top-level binding (RaspNameError if unbound).
+- `last_assigned_name`: the name of the last top-level assignment, or None.
+- `sop_example`, `selector_example`: the running examples; `exit_requested` after `exit`.
+- `draw_hook`: optional callable `(sop, input)` called by `draw(...)` statements.
+
+Every RaspError raised carries the span of the AST node at fault. The atom rules come
+from `rasp_sim.semantics`; evaluation of graph nodes from `rasp_sim.evaluate`.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from . import ast
+from . import graph
+from . import semantics
+from .display import Display, DisplaySettings
+from .parser import parse
+from .environment import BASE_RESERVED, Environment, is_exported
+from .evaluate import evaluate_one
+from .errors import (
+    RaspError, RaspLoadError, RaspNameError, RaspResourceError, RaspRuntimeError,
+    RaspTypeError, Span,
+)
+from .values import (
+    Applied, Function, describe, is_atom, is_graph, kind_name, set_display_name,
+)
+
+# Names the extensions give meaning to when the program has not bound them (10.2, 10.3).
+EXTENSION_MAPS = ("exp", "log", "sqrt", "abs")
+EXTENSION_CALLS = EXTENSION_MAPS + ("sum", "aggregate", "range", "zip", "len")
+
+# Deepest chain of RASP function calls before RaspResourceError. Python frames per RASP
+# call are bounded (about a dozen), so the Python recursion limit is raised to fit.
+MAX_CALL_DEPTH = 1000
+_PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
+
+STDLIB_NAME = "stdlib"
+
+
+@functools.lru_cache(maxsize=None)
+def _stdlib_program() -> ast.Program:
+    """The standard library's AST, parsed once per process."""
+    text = importlib.resources.files("rasp_sim").joinpath("stdlib.rasp").read_text()
+    return parse(text, file="<stdlib>")
+
+
+def _library_folder() -> Path | None:
+    try:
+        return Path(str(importlib.resources.files("rasp_sim.programs")))
+    except ModuleNotFoundError:
+        return None
+
+
+@dataclass
+class _Result:
+    """What a statement produced for display: a named value, an application's values,
+    or the running example(s)."""
+
+    kind: str  # "named" | "applied" | "example" | "error"
+    name: str | None = None
+    value: Any = None
+
+
+class _Exit(Exception):
+    """`exit`/`quit`: ends the current program (a loaded file, or the REPL)."""
+
+
+class Interpreter:
+    def __init__(
+        self,
+        *,
+        exact: bool = False,
+        strict: bool = False,
+        repl: bool = False,
+        output: Callable[[str], Any] | TextIO | None = None,
+        example: Any = "hello",
+    ):
+        self.exact = exact
+        self.strict = strict
+        self.repl = repl
+        self._write = _writer(output)
+        if not repl and example == "hello":
+            example = None  # run mode: no running example unless the program sets one
+        self.sop_example: Any = example
+        self.selector_example: Any = example
+        self.settings = DisplaySettings()
+        self.display = Display(self.settings, self._run_graph, example, example)
+        self.last_assigned_name: str | None = None
+        self.exit_requested = False
+        self.draw_hook: Callable[[graph.SOp, Any], None] | None = None
+        self._backup_example: Any = None  # the input of an enclosing `e(input)` (6.14)
+        self._checking = repl
+        self._depth = 0
+        self._assigning = False
+        self._files: list[Path] = []  # files being run, innermost last (for `load`)
+        if sys.getrecursionlimit() < _PYTHON_RECURSION_LIMIT:
+            sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
+        self._make_environments()
+
+    # ------------------------------------------------------------------ environments
+
+    def _make_environments(self) -> None:
+        values_env = Environment(name="base")
+        for kind in ("str", "int", "float", "bool", "asis"):
+            values_env.variables[f"tokens_{kind}"] = graph.Tokens(kind=kind, name=f"tokens_{kind}")
+        values_env.variables["indices"] = graph.Indices(name="indices")
+        values_env.variables["True"] = True
+        values_env.variables["False"] = False
+        # The library runs like a loaded file whose exports go to the base environment.
+        self.base = Environment(values_env, name="base")
+        library_env = Environment(values_env, name="rasplib", exporter=self.base)
+        checking, self._checking = self._checking, False  # the library is known good
+        try:
+            for statement in _stdlib_program().statements:
+                self._exec(statement, library_env)
+        finally:
+            self._checking = checking
+        library_names = frozenset(self.base.variables)
+        self.base.bind("tokens", values_env.variables["tokens_str"])
+        self.top = Environment(
+            self.base, name="console", reserved=BASE_RESERVED | library_names,
+            on_bind=self._note_top_binding,
+        )
+
+    def _note_top_binding(self, name: str, value: Any) -> None:
+        if self._assigning:
+            self.last_assigned_name = name
+
+    def lookup(self, name: str) -> Any:
+        """The value of `name` in the top-level scope."""
+        return self.top.lookup(name)
+
+    @property
+    def full_s(self) -> graph.Selector:
+        """The library's shared all-true selector (one head for all its users, 7)."""
+        return self.base.lookup("full_s")
+
+    # ------------------------------------------------------------------ running
+
+    def run_source(self, text: str, file: str = "<input>") -> None:
+        """Parse and run a whole program in the top-level scope."""
+        program = parse(text, file, strict=self.strict)
+        self._files.append(Path(file))
+        try:
+            for statement in program.statements:
+                self.execute(statement)
+                if self.exit_requested:
+                    break
+        finally:
+            self._files.pop()
+
+    def run_file(self, path: str | os.PathLike) -> None:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise RaspLoadError(f"could not read file: {path} ({error.strerror})") from None
+        self.run_source(text, str(path))
+
+    def execute(self, statement: ast.Statement) -> None:
+        """Run one statement in the top-level scope and display what it produced."""
+        try:
+            results = self._exec(statement, self.top)
+        except _Exit:
+            self.exit_requested = True
+            return
+        except RecursionError:
+            raise RaspResourceError(
+                "Python recursion limit reached (the program nests too deeply)", statement.span
+            ) from None
+        for result in results:
+            if self.repl or result.kind != "named" or isinstance(statement, ast.ExprStatement):
+                self._show(result)
+
+    # ------------------------------------------------------------------ display
+
+    def _show(self, result: _Result) -> None:
+        self.display.sop_example = self.sop_example
+        self.display.selector_example = self.selector_example
+        if result.kind == "named":
+            lines = self.display.named(result.name, result.value)
+        elif result.kind == "applied":
+            lines = self.display.applied(result.value)
+        elif result.kind == "example":
+            lines = self.display.example(result.name)
+        else:
+            lines = ["\t\t!!ignoring input:", "\t " + result.value.format()]
+        for line in lines:
+            self._write(line)
+
+    def _run_graph(self, node: graph.Node, example: Any) -> list:
+        """`node`'s values on one input: a list of atoms, or rows of bools."""
+        return evaluate_one(node, _as_input(example), exact=self.exact)
+
+    # ------------------------------------------------------------------ statements
+
+    def _exec(self, statement: ast.Statement, env: Environment) -> list[_Result]:
+        try:
+            method = _STATEMENTS[type(statement)]
+        except KeyError:  # pragma: no cover - the parser only builds known nodes
+            raise RaspTypeError(f"unknown statement {type(statement).__name__}", statement.span)
+        try:
+            return method(self, statement, env)
+        except RaspError as error:
+            raise error.with_span(statement.span)
+
+    def _exec_expr_statement(self, node: ast.ExprStatement, env: Environment) -> list[_Result]:
+        value = self._eval(node.expr, env)
+        if isinstance(value, Applied) and isinstance(node.expr, ast.Call):
+            return [_Result("applied", value=value)]
+        name = node.expr.id if isinstance(node.expr, ast.Name) else "out"
+        return [_Result("named", name, value)]
+
+    def _exec_assign(self, node: ast.Assign, env: Environment) -> list[_Result]:
+        values = [self._eval(v, env) for v in node.values]
+        value: Any = values[0] if len(values) == 1 else values
+        if len(node.names) == 1:
+            pairs = [(node.names[0], value)]
+        else:
+            if not isinstance(value, (list, str, dict)):
+                raise RaspRuntimeError(
+                    f"expected {len(node.names)} values, but got a single {kind_name(value)}"
+                )
+            if len(value) != len(node.names):
+                raise RaspTypeError(f"expected {len(node.names)} values, but got: {len(value)}")
+            pairs = list(zip(node.names, value))
+        results = []
+        self._assigning = True
+        try:
+            for name, v in pairs:
+                env.bind(name, v)
+                if is_graph(v):
+                    set_display_name(v, name)
+                results.append(_Result("named", name, v))
+        finally:
+            self._assigning = False
+        return results
+
+    def _exec_def(self, node: ast.FunctionDef, env: Environment) -> list[_Result]:
+        function = Function(
+            node.name, node.params, node.body, node.returns, env, env.name, node.span
+        )
+        env.bind(node.name, function)
+        return [_Result("named", node.name, function)]
+
+    def _exec_for(self, node: ast.For, env: Environment) -> list[_Result]:
+        iterable = self._eval(node.iterable, env)
+        if not isinstance(iterable, (list, dict)):
+            raise RaspTypeError(
+                f"for loop needs to iterate over a list or dict, but got: {describe(iterable)}"
+            )
+        for item in list(iterable):
+            self._bind_names(env, node.names, item)
+            for statement in node.body:  # eager, silent, partial effects persist (6.10)
+                self._exec(statement, env)
+        return []
+
+    def _exec_load(self, node: ast.Load, env: Environment) -> list[_Result]:
+        self._load(node.name, env, node.span)
+        return []
+
+    def _exec_draw(self, node: ast.Draw, env: Environment) -> list[_Result]:
+        example = self.sop_example if node.input is None else self._eval(node.input, env)
+        value = self._with_backup(example, lambda: self._eval(node.expr, env))
+        if not isinstance(value, graph.SOp):
+            raise RaspTypeError(f"draw expects s-op, got: {describe(value, 40)}")
+        _require_iterable(example, "draw")
+        applied = self._apply(value, example)
+        if self.draw_hook is not None:
+            self.draw_hook(value, example)
+        return [_Result("applied", value=applied)]
+
+    def _exec_set_example(self, node: ast.SetExample, env: Environment) -> list[_Result]:
+        # The original evaluates the example in the top-level scope, even inside a file.
+        example = self._eval(node.example, self.top)
+        if not isinstance(example, (str, list, dict)):
+            raise RaspTypeError(f"example not iterable: {example}")
+        if node.target in ("both", "s-op"):
+            self.sop_example = example
+        if node.target in ("both", "selector"):
+            self.selector_example = example
+        return []
+
+    def _exec_show_example(self, node: ast.ShowExample, env: Environment) -> list[_Result]:
+        return [_Result("example", node.target)]
+
+    def _exec_examples_toggle(self, node: ast.ExamplesToggle, env: Environment) -> list[_Result]:
+        if node.target in ("both", "s-op"):
+            self.settings.sop_examples = node.on
+        if node.target in ("both", "selector"):
+            self.settings.selector_examples = node.on
+        return []
+
+    def _exec_full_seq(self, node: ast.FullSeqDisplay, env: Environment) -> list[_Result]:
+        self.settings.full_seq = node.on
+        return []
+
+    def _exec_exit(self, node: ast.Exit, env: Environment) -> list[_Result]:
+        raise _Exit()
+
+    # ------------------------------------------------------------------ load
+
+    def _find_file(self, name: str, span: Span) -> Path:
+        filename = name + ".rasp"
+        folders = [Path.cwd()]
+        if self._files and self._files[-1].parent != Path(""):
+            folders.append(self._files[-1].parent)  # extension: relative to the loader
+        library = _library_folder()
+        if library is not None:
+            folders.append(library)  # extension: the bundled library, `load "linalg";`
+        for folder in folders:
+            candidate = folder / filename
+            if candidate.is_file():
+                return candidate
+        raise RaspLoadError(f"could not find file: {filename}", span)
+
+    def _load(self, name: str, env: Environment, span: Span) -> None:
+        """Run `name.rasp` in a fresh child of the base scope, exporting to `env` (6.13)."""
+        path = self._find_file(name, span)
+        program = parse(path.read_text(), str(path), strict=self.strict)
+        file_env = Environment(self.base, name=name, exporter=env)
+        saved = (self.settings.sop_examples, self.settings.selector_examples)
+        self.settings.sop_examples = self.settings.selector_examples = False
+        self._files.append(path)
+        results: list[_Result] = []
+        try:
+            for statement in program.statements:
+                try:
+                    for result in self._exec(statement, file_env):
+                        if result.kind != "named" or is_exported(result.name):
+                            results.append(result)
+                except _Exit:
+                    break
+                except RaspError as error:
+                    if not self.repl:
+                        raise
+                    results.append(_Result("error", value=error))  # the load goes on
+            if self.repl:
+                self._show_load_results(results)
+        finally:
+            self._files.pop()
+            self.settings.sop_examples, self.settings.selector_examples = saved
+
+    def _show_load_results(self, results: list[_Result]) -> None:
+        """The original prints the last binding of each exported name, or every binding
+        if any statement failed."""
+        if not any(r.kind == "error" for r in results):
+            seen: set[str] = set()
+            kept = []
+            for r in reversed(results):
+                if r.kind == "named":
+                    if r.name in seen:
+                        continue
+                    seen.add(r.name)
+                kept.append(r)
+            results = kept[::-1]
+        for result in results:
+            self._show(result)
+
+    # ------------------------------------------------------------------ expressions
+
+    def _eval(self, expr: ast.Expr, env: Environment) -> Any:
+        """Evaluate `expr`, check a new s-op/selector on the running example (REPL mode),
+        and rebind `out` (6.14)."""
+        try:
+            value = _EXPRESSIONS[type(expr)](self, expr, env)
+            if self._checking and is_graph(value):
+                self._check(value)
+        except RaspError as error:
+            raise error.with_span(expr.span)
+        if not (isinstance(value, Applied) and isinstance(expr, ast.Call)):
+            env.set_out(value)
+        return value
+
+    def _check(self, node: graph.Node) -> None:
+        """The definition check (6.14): the node must evaluate on the input of an enclosing
+        application, or failing that on the running example."""
+        if self._backup_example is not None:
+            try:
+                self._run_graph(node, self._backup_example)
+                return
+            except RaspError:
+                pass
+        example = self.sop_example
+        if example is None:
+            return
+        if len(example) == 0:
+            raise RaspRuntimeError("the running example is empty")
+        self._run_graph(node, example)
+
+    def _with_backup(self, example: Any, compute: Callable[[], Any]) -> Any:
+        saved, self._backup_example = self._backup_example, example
+        try:
+            return compute()
+        finally:
+            self._backup_example = saved
+
+    def _eval_int(self, node: ast.IntLiteral, env: Environment) -> Any:
+        return node.value
+
+    def _eval_float(self, node: ast.FloatLiteral, env: Environment) -> Any:
+        return Fraction(node.text) if self.exact else node.value
+
+    def _eval_string(self, node: ast.StringLiteral, env: Environment) -> Any:
+        return node.value
+
+    def _eval_name(self, node: ast.Name, env: Environment) -> Any:
+        return env.lookup(node.id)
+
+    def _lift(self, value: Any, span: Span) -> graph.SOp:
+        """An s-op operand as is; an atom (or any non-graph value) as a constant s-op."""
+        if isinstance(value, graph.SOp):
+            return value
+        if isinstance(value, graph.Selector):
+            raise RaspTypeError("expected an s-op or atom, got a selector", span)
+        return graph.Full(value=value, span=span)
+
+    def _map(self, op: str, operands: tuple, span: Span, params: tuple = ()) -> graph.Map:
+        inputs = tuple(self._lift(v, span) for v in operands)
+        return graph.Map(op=op, inputs=inputs, params=params, span=span)
+
+    def _eval_binary(self, node: ast.BinaryOp, env: Environment) -> Any:
+        left = self._eval(node.left, env)
+        right = self._eval(node.right, env)
+        return self._binary(node.op, left, right, node.span)
+
+    def _binary(self, op: str, left: Any, right: Any, span: Span) -> Any:
+        sop = isinstance(left, graph.SOp) or isinstance(right, graph.SOp)
+        selectors = [isinstance(v, graph.Selector) for v in (left, right)]
+        if op in ("and", "or"):
+            if any(selectors) and not all(selectors):
+                raise RaspTypeError("Cannot apply and/or between selector and non-selector")
+            if all(selectors):
+                node_type = graph.SelectorAnd if op == "and" else graph.SelectorOr
+                return node_type(left=left, right=right, span=span)
+            if sop:
+                return self._map(op, (left, right), span)
+            return semantics.binary(op, left, right, exact=self.exact)
+        if any(selectors):
+            raise RaspTypeError(f"Cannot apply {op} to selector(s)")
+        if sop:
+            return self._map(op, (left, right), span)
+        return semantics.binary(op, left, right, exact=self.exact)
+
+    def _eval_unary(self, node: ast.UnaryOp, env: Environment) -> Any:
+        value = self._eval(node.operand, env)
+        op = {"not": "not", "-": "neg", "+": "pos"}[node.op]
+        if isinstance(value, graph.SOp):
+            return self._map(op, (value,), node.span)
+        if isinstance(value, graph.Selector):
+            if op == "not":
+                return graph.SelectorNot(operand=value, span=node.span)
+            raise RaspRuntimeError(f"bad operand type for unary {node.op}: selector")
+        return semantics.unary(op, value, exact=self.exact)
+
+    def _eval_ternary(self, node: ast.Ternary, env: Environment) -> Any:
+        condition = self._eval(node.condition, env)
+        if isinstance(condition, graph.Selector):
+            raise RaspTypeError("the condition of a ternary cannot be a selector")
+        if isinstance(condition, graph.SOp):
+            # Elementwise: both branches are built (and both fully computed, 6.7).
+            then = self._eval(node.then, env)
+            otherwise = self._eval(node.otherwise, env)
+            return self._map("where", (condition, then, otherwise), node.span)
+        # Lazy on atoms, which is what makes recursion terminate.
+        return self._eval(node.then if condition else node.otherwise, env)
+
+    def _eval_contains(self, node: ast.Contains, env: Environment) -> Any:
+        item = self._eval(node.item, env)
+        container = self._eval(node.container, env)
+        if isinstance(item, graph.SOp):
+            if not isinstance(container, list):
+                raise RaspTypeError(
+                    '"[s-op] in X" expects X to be list of atoms, but got non-list: '
+                    + describe(container, 40)
+                )
+            if not all(is_atom(v) for v in container):
+                raise RaspTypeError(
+                    '"[s-op] in X" expects X to be list of atoms, but got list with values: '
+                    + describe(container, 40)
+                )
+            return self._map("member", (item,), node.span, params=(tuple(container),))
+        if is_atom(item):
+            if isinstance(container, list):
+                return item in container
+            if isinstance(container, graph.SOp):
+                # "present anywhere": a full_s mean of an indicator, then > 0 (6.8).
+                hits = self._map("indicator", (self._map("==", (container, item), node.span),), node.span)
+                mean = graph.Aggregate(selector=self.full_s, values=hits, default=0, span=node.span)
+                return self._map(">", (mean, 0), node.span)
+            raise RaspTypeError(
+                f'"[atom] in X" expects X to be list or s-op, but got: {describe(container, 40)}'
+            )
+        if isinstance(item, (graph.Selector, Function)):
+            what = "select" if isinstance(item, graph.Selector) else "function"
+            raise RaspTypeError(
+                f"don't check if {what} is contained in list/dict: unless exact same "
+                f"instance, unable to check equivalence of {what}s"
+            )
+        raise RaspTypeError(f'"A in X" expects A to be s-op or atom, but got A: {describe(item, 40)}')
+
+    def _eval_index(self, node: ast.Index, env: Environment) -> Any:
+        target = self._eval(node.target, env)
+        index = self._eval(node.index, env)
+        span = node.span
+        if isinstance(target, (list, str)):
+            what = "list" if isinstance(target, list) else "string"
+            if isinstance(index, graph.SOp):
+                return self._map("lookup", (index,), span, params=(target,))
+            if not isinstance(index, int):
+                raise RaspTypeError(
+                    f"index into {what} has to be s-op or integer, got: {describe(index, 40)}"
+                )
+            if index >= len(target) or -index > len(target):
+                raise RaspTypeError(f"index {index} out of range for {what} of length {len(target)}")
+            return target[index]
+        if isinstance(target, dict):
+            if isinstance(index, graph.SOp):
+                return self._map("lookup", (index,), span, params=(target,))
+            if not is_atom(index):
+                raise RaspTypeError(
+                    f"index into dict has to be s-op or atom (i.e., string, int, float, bool), "
+                    f"got: {describe(index, 40)}"
+                )
+            if index not in target:
+                raise RaspTypeError(f"index [ {describe(index)} ] not in dict.")
+            return target[index]
+        if isinstance(target, graph.SOp):
+            if not isinstance(index, int):
+                raise RaspTypeError(
+                    f"index into sequence has to be integer, got: {describe(index, 40)}"
+                )
+            # s[i] is the value at position i, broadcast: one aggregate (6.8). A negative
+            # i counts from `length`, looked up in scope as the original does.
+            where: Any = index
+            if index < 0:
+                where = self._binary("+", env.lookup("length"), index, span)
+            selector = graph.Select(
+                keys=env.lookup("indices"), queries=self._lift(where, span), op="==", span=span
+            )
+            return graph.Aggregate(selector=selector, values=target, default=0, span=span)
+        raise RaspTypeError(
+            "can only index into a list, dict, string, or sequence, but instead got: "
+            + describe(target, 40)
+        )
+
+    # -- calls
+
+    def _eval_call(self, node: ast.Call, env: Environment) -> Any:
+        function = node.function
+        if (
+            isinstance(function, ast.Name)
+            and function.id in EXTENSION_CALLS
+            and not self.strict
+            and not env.is_bound(function.id)
+        ):
+            args = [self._eval(a, env) for a in node.args]
+            return self._call_extension(function.id, args, node.span)
+        if len(node.args) == 1:
+            # The argument is the input the callee's definition check may use (6.14).
+            args = [self._eval(node.args[0], env)]
+            callee = self._with_backup(args[0], lambda: self._eval(function, env))
+        else:
+            callee = self._eval(function, env)
+            args = [self._eval(a, env) for a in node.args]
+        if isinstance(callee, Function):
+            return self._call_function(callee, args, node.span)
+        if is_graph(callee):
+            if len(args) != 1:
+                raise RaspTypeError(
+                    f"wrong number of args for evaluate unfinished- expected: 1, got: {len(args)}."
+                )
+            _require_iterable(args[0], "Applying unfinished")
+            return self._apply(callee, args[0])
+        raise RaspTypeError(
+            f"cannot apply {kind_name(callee)} {describe(callee, 40)}: only functions, s-ops "
+            "and selectors can be applied (the original: 'not implemented this command yet')"
+        )
+
+    def _apply(self, node: graph.Node, example: Any) -> Applied:
+        kind = "s-op" if isinstance(node, graph.SOp) else "selector"
+        return Applied(self._run_graph(node, example), kind, example)
+
+    def _call_function(self, function: Function, args: list, span: Span) -> Any:
+        if len(args) != len(function.params):
+            raise RaspTypeError(
+                f"wrong number of args for {function.name}- expected: "
+                f"{len(function.params)}, got: {len(args)}."
+            )
+        if self._depth >= MAX_CALL_DEPTH:
+            raise RaspResourceError(
+                f"maximum recursion depth ({MAX_CALL_DEPTH} calls) exceeded in function "
+                f"{function.name} (defined at {function.span})",
+                span,
+            )
+        scope = function.closure.child(function.closure.name + "'")
+        for name, value in zip(function.params, args):
+            scope.bind(name, value)
+        self._depth += 1
+        try:
+            for statement in function.body:
+                self._exec(statement, scope)
+            results = [self._eval(e, scope) for e in function.returns]
+        finally:
+            self._depth -= 1
+        result = results[0] if len(results) == 1 else results
+        if is_graph(result):
+            set_display_name(
+                result, f"{function.name}(" + " , ".join(describe(a, 20) for a in args) + ")"
+            )
+        return result
+
+    def _call_extension(self, name: str, args: list, span: Span) -> Any:
+        """Builtins reached through an ordinary call of an unbound name (10.2). (The parser
+        turns `select (k, q, OP)` into an `ast.Select` itself.)"""
+        if name in EXTENSION_MAPS:
+            _arity(name, args, 1)
+            (value,) = args
+            if isinstance(value, graph.SOp):
+                return self._map(name, (value,), span)
+            if isinstance(value, graph.Selector):
+                raise RaspTypeError(f"{name} expects an s-op or atom, got a selector")
+            return semantics.unary(name, value, exact=self.exact)
+        if name in ("sum", "aggregate"):
+            if len(args) not in (2, 3):
+                raise RaspTypeError(
+                    f"wrong number of args for {name}- expected: 2 or 3, got: {len(args)}."
+                )
+            reduction = "sum" if name == "sum" else "mean"
+            return self._aggregate(*args[:2], args[2] if len(args) == 3 else 0, span, reduction)
+        return _BUILTINS[name](self, args, span)
+
+    # -- select and aggregate
+
+    def _eval_select(self, node: ast.Select, env: Environment) -> Any:
+        keys = self._eval(node.keys, env)
+        queries = self._eval(node.queries, env)
+        return self._select(keys, queries, node.op, node.span)
+
+    def _select(self, keys: Any, queries: Any, op: str, span: Span) -> graph.Select:
+        return graph.Select(
+            keys=self._lift(keys, span), queries=self._lift(queries, span), op=op, span=span
+        )
+
+    def _eval_aggregate(self, node: ast.Aggregate, env: Environment) -> Any:
+        selector = self._eval(node.selector, env)
+        values = self._eval(node.values, env)
+        default = 0 if node.default is None else self._eval(node.default, env)
+        return self._aggregate(selector, values, default, node.span)
+
+    def _aggregate(
+        self, selector: Any, values: Any, default: Any, span: Span, reduction: str = "mean"
+    ) -> graph.Aggregate:
+        if not isinstance(selector, graph.Selector):
+            raise RaspTypeError(f"Expected selector, got: {describe(selector, 40)}")
+        if isinstance(values, graph.Selector):
+            raise RaspTypeError("Expected sequence, got a selector")
+        if is_graph(default):
+            raise RaspTypeError(f"Expected atom, got: {describe(default, 40)}")
+        return graph.Aggregate(
+            selector=selector, values=self._lift(values, span), default=default,
+            reduction=reduction, span=span,
+        )
+
+    # -- built-ins: range( zip( len( round indicator
+
+    def _eval_builtin(self, node: ast.BuiltinCall, env: Environment) -> Any:
+        args = [self._eval(a, env) for a in node.args]
+        return _BUILTINS[node.name](self, args, node.span)
+
+    def _range(self, args: list, span: Span) -> list:
+        if len(args) not in (1, 2, 3):
+            raise RaspTypeError(
+                f"wrong number of inputs to range, expected: 1, 2, or 3, got: {len(args)}"
+            )
+        if not all(isinstance(a, int) for a in args):
+            raise RaspTypeError(f"range expects all integer inputs, but got: {describe(args)}")
+        try:
+            return list(range(*args))
+        except ValueError as error:  # range(1, 5, 0)
+            raise RaspRuntimeError(f"range failed: {error}") from None
+
+    def _zip(self, args: list, span: Span) -> list:
+        if not args:
+            raise RaspTypeError("zip needs at least one list")
+        for i, value in enumerate(args):
+            if not isinstance(value, list):
+                raise RaspTypeError(
+                    f"attempting to zip lists, but {i + 1} -th element is not list: "
+                    + describe(value, 40)
+                )
+        for i, value in enumerate(args):
+            if len(value) != len(args[0]):
+                raise RaspTypeError(
+                    f"attempting to zip lists of length {len(args[0])} , but {i + 1} -th "
+                    f"list has length {len(value)}"
+                )
+        return [list(t) for t in zip(*args)]
+
+    def _len(self, args: list, span: Span) -> int:
+        _arity("len", args, 1)
+        if not isinstance(args[0], list):
+            raise RaspTypeError(f"attempting to compute length of non-list: {describe(args[0], 40)}")
+        return len(args[0])
+
+    def _round(self, args: list, span: Span) -> Any:
+        _arity("round", args, 1)
+        (value,) = args
+        if isinstance(value, graph.SOp):
+            return self._map("round", (value,), span)
+        if isinstance(value, graph.Selector):
+            raise RaspRuntimeError("type selector doesn't define __round__ method")
+        return semantics.rasp_round(value)
+
+    def _indicator(self, args: list, span: Span) -> Any:
+        _arity("indicator", args, 1)
+        (value,) = args
+        if not isinstance(value, graph.SOp):
+            raise RaspTypeError(f"indicator operator expects s-op, got: {describe(value, 40)}")
+        return self._map("indicator", (value,), span)
+
+    # -- lists, dicts, comprehensions
+
+    def _eval_list(self, node: ast.ListLiteral, env: Environment) -> Any:
+        return [self._eval(item, env) for item in node.items]
+
+    def _dict_key(self, expr: ast.Expr, env: Environment) -> Any:
+        key = self._eval(expr, env)
+        if not is_atom(key):
+            raise RaspTypeError(
+                f"dictionary keys can only be atoms, but instead got: {describe(key, 40)}",
+                expr.span,
+            )
+        return key
+
+    def _eval_dict(self, node: ast.DictLiteral, env: Environment) -> Any:
+        result = {}
+        for key_expr, value_expr in node.pairs:
+            key = self._dict_key(key_expr, env)
+            result[key] = self._eval(value_expr, env)
+        return result
+
+    def _comprehension_items(self, node: Any, env: Environment, what: str) -> list:
+        iterable = self._eval(node.iterable, env)
+        if not isinstance(iterable, (list, dict)):
+            raise RaspTypeError(
+                f"{what} comprehension should have got a list or dict to loop over, but got: "
+                + describe(iterable, 40)
+            )
+        return list(iterable)
+
+    def _eval_list_comp(self, node: ast.ListComprehension, env: Environment) -> Any:
+        result = []
+        for item in self._comprehension_items(node, env, "list"):
+            scope = env.child()  # comprehension names vanish afterwards (6.9)
+            self._bind_names(scope, node.names, item)
+            result.append(self._eval(node.element, scope))
+        return result
+
+    def _eval_dict_comp(self, node: ast.DictComprehension, env: Environment) -> Any:
+        result = {}
+        for item in self._comprehension_items(node, env, "dict"):
+            scope = env.child()
+            self._bind_names(scope, node.names, item)
+            key = self._dict_key(node.key, scope)
+            result[key] = self._eval(node.value, scope)
+        return result
+
+    def _bind_names(self, env: Environment, names: tuple[str, ...], item: Any) -> None:
+        """Bind loop/comprehension names to one element, unpacking for several names."""
+        if len(names) == 1:
+            env.bind(names[0], item)
+            return
+        if not isinstance(item, (list, str, dict)):
+            raise RaspTypeError(
+                f"iterating with multiple iterator names, but got single iterator value: "
+                + describe(item, 40)
+            )
+        if len(item) != len(names):
+            raise RaspTypeError(
+                f"iterating with {len(names)} names but got {len(item)} values "
+                f"( {describe(item, 40)} )"
+            )
+        for name, value in zip(names, item):
+            env.bind(name, value)
+
+
+def _arity(name: str, args: list, expected: int) -> None:
+    if len(args) != expected:
+        raise RaspTypeError(
+            f"wrong number of args for {name}- expected: {expected}, got: {len(args)}."
+        )
+
+
+def _require_iterable(value: Any, what: str) -> None:
+    if not isinstance(value, (str, list, dict)):
+        raise RaspTypeError(f"{what} expects iterable input, got: {describe(value, 40)}")
+
+
+def _as_input(example: Any) -> Any:
+    """An example as the evaluator takes it: a string, or a list of its elements."""
+    return example if isinstance(example, str) else list(example)
+
+
+def _writer(output: Callable[[str], Any] | TextIO | None) -> Callable[[str], Any]:
+    if output is None:
+        return lambda line: print(line)
+    if hasattr(output, "write"):
+        return lambda line: output.write(line + "\n")
+    return output
+
+
+_STATEMENTS: dict[type, Callable[..., list[_Result]]] = {
+    ast.ExprStatement: Interpreter._exec_expr_statement,
+    ast.Assign: Interpreter._exec_assign,
+    ast.FunctionDef: Interpreter._exec_def,
+    ast.For: Interpreter._exec_for,
+    ast.Load: Interpreter._exec_load,
+    ast.Draw: Interpreter._exec_draw,
+    ast.SetExample: Interpreter._exec_set_example,
+    ast.ShowExample: Interpreter._exec_show_example,
+    ast.ExamplesToggle: Interpreter._exec_examples_toggle,
+    ast.FullSeqDisplay: Interpreter._exec_full_seq,
+    ast.Exit: Interpreter._exec_exit,
+}
+
+_EXPRESSIONS: dict[type, Callable[..., Any]] = {
+    ast.IntLiteral: Interpreter._eval_int,
+    ast.FloatLiteral: Interpreter._eval_float,
+    ast.StringLiteral: Interpreter._eval_string,
+    ast.Name: Interpreter._eval_name,
+    ast.BinaryOp: Interpreter._eval_binary,
+    ast.UnaryOp: Interpreter._eval_unary,
+    ast.Ternary: Interpreter._eval_ternary,
+    ast.Contains: Interpreter._eval_contains,
+    ast.Index: Interpreter._eval_index,
+    ast.Call: Interpreter._eval_call,
+    ast.ListLiteral: Interpreter._eval_list,
+    ast.DictLiteral: Interpreter._eval_dict,
+    ast.ListComprehension: Interpreter._eval_list_comp,
+    ast.DictComprehension: Interpreter._eval_dict_comp,
+    ast.Select: Interpreter._eval_select,
+    ast.Aggregate: Interpreter._eval_aggregate,
+    ast.BuiltinCall: Interpreter._eval_builtin,
+}
+
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "range": Interpreter._range,
+    "zip": Interpreter._zip,
+    "len": Interpreter._len,
+    "round": Interpreter._round,
+    "indicator": Interpreter._indicator,
+}
