@@ -1,0 +1,123 @@
+"""Assembly, both ways (COMPILER.md 5.4).
+
+`to_weights`: rasp-sim's own assembler, from tracr's craft model to the project's weight
+format (compiler/weights.py). Every head keeps its own query/key width and value width, so
+nothing is padded to a shared key size (tracr's key_size ignores the OV width and crashes,
+COMPILER.md 2.4), and the logit scale is 1, so every head has its craft block's coldness
+(tracr divides by sqrt(key_size), COMPILER.md 2.3). The unembedding, the residual labels
+and the encoders are part of the result.
+
+`tracr_model`: tracr's `assemble.assemble_craft_model` as an independent oracle, with the
+two fixes applied from outside: the key size is raised to cover every head's OV width, and
+every query weight is multiplied by sqrt(key_size) after assembly.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+from tracr.compiler import assemble as tracr_assemble
+from tracr.craft import bases, transformers
+from tracr.transformer import encoder
+
+from ..weights import (AttentionBlock, AttentionHead, InputEncoder, MLPBlock, OutputEncoder,
+                       Transformer)
+from .pipeline import BOS, PAD, Compiled
+
+
+def residual_space(compiled: Compiled) -> bases.VectorSpaceWithBasis:
+    """tracr's residual space: the craft model's plus tokens, indices and output."""
+    return bases.join_vector_spaces(compiled.craft_model.residual_space, compiled.tokens_space,
+                                    compiled.indices_space, compiled.output_space)
+
+
+def _projection(space: bases.VectorSpaceWithBasis,
+                residual: bases.VectorSpaceWithBasis) -> np.ndarray:
+    """The (D x |space|) matrix reading `space` out of the residual stream."""
+    matrix = np.zeros((residual.num_dims, space.num_dims))
+    index = residual.index_by_direction
+    for column, direction in enumerate(space.basis):
+        if direction in index:
+            matrix[index[direction], column] = 1.0
+    return matrix
+
+
+def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
+    residual = residual_space(compiled)
+    layers: list[Any] = []
+    for block in compiled.craft_model.blocks:
+        if isinstance(block, transformers.MLP):
+            w1 = _projection(block.fst.input_space, residual) @ block.fst.matrix
+            w2 = block.snd.matrix @ _projection(block.snd.output_space, residual).T
+            layers.append(MLPBlock(w1, np.zeros(w1.shape[1]), w2, np.zeros(residual.num_dims)))
+        else:
+            heads = []
+            for head in block.as_multi().heads():
+                heads.append(AttentionHead(
+                    w_q=_projection(head.w_qk.left_space, residual) @ head.w_qk.matrix,
+                    w_k=_projection(head.w_qk.right_space, residual),
+                    w_v=_projection(head.w_ov.input_space, residual) @ head.w_ov.matrix,
+                    w_o=_projection(head.w_ov.output_space, residual).T))
+            layers.append(AttentionBlock(tuple(heads), scale=1.0))
+    tokens = compiled.tokens_space
+    token_embed = _projection(tokens, residual).T
+    one = bases.BasisDirection("one")
+    if one in residual:  # every position, BOS included, carries the constant 1
+        token_embed[:, residual.index_by_direction[one]] = 1.0
+    # Position 0 is BOS and has no index; position p > 0 is index p - 1.
+    pos_embed = np.vstack([np.zeros((1, residual.num_dims)),
+                           _projection(compiled.indices_space, residual).T])
+    output = compiled.output_space
+    return Transformer(
+        layers=tuple(layers),
+        unembed=_projection(output, residual),
+        causal=compiled.causal,
+        token_embed=token_embed,
+        pos_embed=pos_embed,
+        residual_labels=tuple(str(d) for d in residual.basis),
+        input_encoder=InputEncoder(tuple(d.value for d in tokens.basis), BOS, PAD),
+        output_encoder=OutputEncoder(tuple(d.value for d in output.basis)
+                                     if compiled.categorical_output else None),
+        metadata=metadata)
+
+
+@contextlib.contextmanager
+def _key_size_covering_ov(craft_model: transformers.SeriesWithResiduals) -> Iterator[None]:
+    """Within the block, tracr's config computation also counts every head's OV width."""
+    original = tracr_assemble._get_model_config_and_module_names
+    widest = max((head.w_ov.matrix.shape[1] for block in craft_model.blocks
+                  if not isinstance(block, transformers.MLP)
+                  for head in block.as_multi().heads()), default=1)
+
+    def patched(model: transformers.SeriesWithResiduals) -> Any:
+        config, names = original(model)
+        config.key_size = max(config.key_size, widest)
+        return config, names
+
+    tracr_assemble._get_model_config_and_module_names = patched
+    try:
+        yield
+    finally:
+        tracr_assemble._get_model_config_and_module_names = original
+
+
+def tracr_model(compiled: Compiled) -> tracr_assemble.AssembledTransformerModel:
+    """tracr's assembled model with the key-size and logit-scale fixes and its encoders."""
+    with _key_size_covering_ov(compiled.craft_model):
+        model = tracr_assemble.assemble_craft_model(
+            craft_model=compiled.craft_model, tokens_space=compiled.tokens_space,
+            indices_space=compiled.indices_space, output_space=compiled.output_space,
+            categorical_output=compiled.categorical_output, causal=compiled.causal)
+    scale = np.sqrt(model.model_config.key_size)
+    params = {module: dict(weights) for module, weights in model.params.items()}
+    for module in params:
+        if module.endswith("/attn/query"):
+            params[module]["w"] = params[module]["w"] * scale
+    model.params = params
+    model.input_encoder = encoder.CategoricalEncoder(
+        basis=compiled.tokens_space.basis, enforce_bos=True, bos_token=BOS, pad_token=PAD,
+        max_seq_len=compiled.max_len + 1)
+    model.output_encoder = (encoder.CategoricalEncoder(basis=compiled.output_space.basis)
+                            if compiled.categorical_output else encoder.NumericalEncoder())
+    return model

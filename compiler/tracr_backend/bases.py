@@ -1,0 +1,140 @@
+"""Own basis inference, replacing tracr's `basis_inference.infer_bases` (COMPILER.md 2.2, 2.5).
+
+Differences from tracr 1.0.0, each a fix:
+- a numerical mean of values V over w selected keys takes the values {sum of a w-multiset
+  of V / w}, e.g. {k/w : 0 <= k <= w} for 0/1 values (tracr: {v/w}, so 2/3 is missing and a
+  discretising MLP after a mean is built on the wrong grid), and any numbers are allowed
+  (tracr: 0/1 only);
+- value sets are lazy: computed only where a categorical basis or a discretising MLP needs
+  them, never for numerical s-ops that only feed attention values, linear maps or the
+  output (tracr enumerates every s-op by Cartesian product and runs out of memory);
+- every enumeration is bounded: a product or a set above the limits of checks.py is refused
+  with the span of the node before it is built.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Iterable, Sequence
+
+import networkx as nx
+from tracr.compiler import nodes
+from tracr.craft import bases
+from tracr.rasp import rasp
+
+from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported
+
+# Annotations the translator puts on tracr expressions.
+SPAN = "rasp_sim_span"        # the Span of the rasp-sim node an expression lowers
+DEFAULT = "rasp_sim_default"  # rasp-sim's default of a categorical aggregate
+SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.signed_map_mlp
+
+
+def is_numeric_column(values: Iterable[Any]) -> bool:
+    """Would a column of these values type-check as int or float (LANGUAGE.md 6.2, 6.5)?"""
+    values = list(values)
+    numbers = all(isinstance(v, (int, float)) for v in values)
+    return numbers and not all(isinstance(v, bool) for v in values)
+
+
+def _span(expr: rasp.RASPExpr) -> Any:
+    return expr.annotations.get(SPAN) if SPAN in expr.annotations else None
+
+
+def _name(expr: rasp.RASPExpr) -> str:
+    return f"{type(expr).__name__} '{expr.name}'"
+
+
+class ValueSets:
+    """Lazily computed, memoised value sets of tracr s-ops."""
+
+    def __init__(self, vocab: Sequence[Any], max_len: int):
+        self.vocab = frozenset(vocab)
+        self.max_len = max_len
+        self.memo: dict[str, frozenset] = {}
+
+    def of(self, expr: rasp.SOp) -> frozenset:
+        if expr.label not in self.memo:
+            values = self._compute(expr)
+            if len(values) > MAX_VALUE_SET:
+                raise Unsupported(_name(expr), f"takes {len(values)} distinct values, above the "
+                                  f"limit {MAX_VALUE_SET} for a categorical basis or a "
+                                  "discretising MLP", _span(expr))
+            self.memo[expr.label] = frozenset(values)
+        return self.memo[expr.label]
+
+    def _compute(self, expr: rasp.SOp) -> set:
+        if isinstance(expr, rasp.TokensType):
+            return set(self.vocab)
+        if isinstance(expr, rasp.IndicesType):
+            return set(range(self.max_len))
+        if isinstance(expr, rasp.SelectorWidth):
+            return set(range(self.max_len + 1))
+        if isinstance(expr, rasp.Map):
+            return {y for y in map(expr.f, self.of(expr.inner)) if y is not None}
+        if isinstance(expr, rasp.SequenceMap):
+            left, right = self.of(expr.fst), self.of(expr.snd)
+            if len(left) * len(right) > MAX_TABLE:
+                raise Unsupported(_name(expr), f"needs a table of {len(left)} × {len(right)} "
+                                  f"entries, above the limit {MAX_TABLE}", _span(expr))
+            return {y for y in itertools.starmap(expr.f, itertools.product(left, right))
+                    if y is not None}
+        if isinstance(expr, rasp.Aggregate):
+            values = set(self.of(expr.sop))
+            if rasp.is_categorical(expr):
+                default = expr.annotations.get(DEFAULT) if DEFAULT in expr.annotations else None
+                return values | ({default} if default is not None else set())
+            return self._means(expr, values)
+        raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
+
+    def _means(self, expr: rasp.Aggregate, values: set) -> set:
+        """All means of 1..max_len selected values, and the empty row's 0, as rasp-sim
+        computes them: sum(selected) * 1.0 / width."""
+        out: set = {0}
+        sums: set = {0}
+        for width in range(1, self.max_len + 1):
+            if len(sums) * len(values) > MAX_TABLE:
+                raise Unsupported(_name(expr), "its mean takes too many distinct values to "
+                                  "discretise; compile it without a later numerical map",
+                                  _span(expr))
+            sums = {s + v for s in sums for v in values}
+            out |= {s * 1.0 / width for s in sums} if width > 1 else set(values)
+        return out
+
+
+def needs_value_set(graph: nx.DiGraph, node_id: str) -> bool:
+    """Categorical s-ops need one (their basis); numerical ones only when a Map reads them
+    (a Map of a numerical s-op is a discretising MLP built on the value set)."""
+    expr = graph.nodes[node_id][nodes.EXPR]
+    return rasp.is_categorical(expr) or any(
+        isinstance(graph.nodes[user][nodes.EXPR], rasp.Map) for user in graph.successors(node_id))
+
+
+def annotate_graph(graph: nx.DiGraph, value_sets: ValueSets) -> float:
+    """Set VALUE_SET and OUTPUT_BASIS on every s-op node; return the MLP exactness L that
+    makes every discretising MLP exact on its grid (half the smallest gap >= 2/L)."""
+    smallest_gap = math.inf
+    for node_id in graph.nodes:
+        expr = graph.nodes[node_id][nodes.EXPR]
+        if not isinstance(expr, rasp.SOp):
+            continue
+        values = value_sets.of(expr) if needs_value_set(graph, node_id) else None
+        graph.nodes[node_id][nodes.VALUE_SET] = values
+        if rasp.is_categorical(expr):
+            space = bases.VectorSpaceWithBasis.from_values(expr.label, values)
+        else:
+            space = bases.VectorSpaceWithBasis.from_names([expr.label])
+            if values is not None:
+                smallest_gap = min(smallest_gap, _smallest_gap(values))
+        graph.nodes[node_id][nodes.OUTPUT_BASIS] = space.basis
+        if isinstance(expr, rasp.SelectorWidth):  # its MLP discretises 1/(w+1)
+            smallest_gap = min(smallest_gap, 1 / (value_sets.max_len * (value_sets.max_len + 1)))
+    # tracr's step is exact where |x - threshold| >= 1/L; thresholds sit mid-gap, so
+    # L = 4/gap leaves a factor 2 of margin. 100 is tracr's default.
+    return max(100.0, 4.0 / smallest_gap) if math.isfinite(smallest_gap) else 100.0
+
+
+def _smallest_gap(values: Iterable[Any]) -> float:
+    ordered = sorted(float(v) for v in values)
+    gaps = [b - a for a, b in zip(ordered, ordered[1:]) if b > a]
+    return min(gaps) if gaps else math.inf

@@ -1,0 +1,76 @@
+"""Craft blocks rasp-sim builds itself, in tracr's residual-space vocabulary (tracr.craft).
+
+- `signed_map_mlp`: a categorical -> numerical map of any sign. tracr's block writes f(x)
+  into one hidden unit and applies ReLU, so negative values become 0 silently
+  (google-deepmind/tracr#24). Here h+ = ReLU(sum_v f(v)[x=v]) and h- = ReLU(-sum_v f(v)[x=v]),
+  output h+ - h-: exact, because exactly one indicator [x=v] is 1 (COMPILER.md 2.1).
+- `categorical_aggregate_head`: tracr's categorical attention head with rasp-sim's default.
+  tracr forces default None and writes the zero vector on an empty row, which decodes as
+  an arbitrary value (upstream issue 25); here the BOS key, attended exactly when nothing
+  else is selected, carries the default's one-hot (COMPILER.md 2.6).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from tracr.craft import bases, transformers, vectorspace_fns
+
+# tracr's coldness for every head (expr_to_craft_graph): kept, so that stock and own heads
+# have the same margin (BOS at 0.5 * coldness, selected keys at coldness).
+SOFTMAX_COLDNESS = 100.0
+
+
+def signed_map_mlp(input_space: bases.VectorSpaceWithBasis,
+                   output_space: bases.VectorSpaceWithBasis,
+                   f: Callable[[Any], Any], hidden_name: str) -> transformers.MLP:
+    """MLP computing the number f(x) from the one-hot x, negative values included.
+    Values where f gives None (undefined in rasp-sim) write 0."""
+    bases.ensure_dims(output_space, num_dims=1, name="output_space")
+    hidden = bases.VectorSpaceWithBasis([bases.BasisDirection(hidden_name, sign)
+                                         for sign in (1, -1)])
+    # hidden direction (name, s) holds ReLU(s * f(x)); out = sum_s s * h_s = h+ - h-.
+    signs = np.array([d.value for d in hidden.basis], dtype=float)
+    table = np.zeros((input_space.num_dims, 2))
+    for row, direction in enumerate(input_space.basis):
+        value = f(direction.value)
+        if value is not None:
+            table[row] = signs * float(value)
+    first = vectorspace_fns.Linear(input_space, hidden, table)
+    second = vectorspace_fns.Linear(hidden, output_space, signs[:, None])
+    return transformers.MLP(first, second)
+
+
+def categorical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
+                               key_space: bases.VectorSpaceWithBasis,
+                               value_space: bases.VectorSpaceWithBasis,
+                               output_space: bases.VectorSpaceWithBasis,
+                               bos_direction: bases.BasisDirection,
+                               one_direction: bases.BasisDirection,
+                               predicate: Callable[[Any, Any], bool],
+                               default: Any, causal: bool) -> transformers.AttentionHead:
+    """A categorical aggregate whose empty rows give `default` (None: the zero vector).
+
+    Logits (x coldness): 1 for a selected key, 0 for the others, 0.5 for BOS (read by the
+    query's `one` direction), so BOS wins only on an empty row (tracr's construction).
+    Values are matched to outputs by value, so the output basis may hold the default
+    as an extra direction."""
+    queries = bases.join_vector_spaces(query_space, bases.VectorSpaceWithBasis([one_direction]))
+    keys = bases.join_vector_spaces(key_space, bases.VectorSpaceWithBasis([bos_direction]))
+    qk = np.zeros((queries.num_dims, keys.num_dims))
+    for i, q in enumerate(queries.basis):
+        for j, k in enumerate(keys.basis):
+            if q == one_direction and k == bos_direction:
+                qk[i, j] = 0.5 * SOFTMAX_COLDNESS
+            elif q in query_space and k in key_space:
+                qk[i, j] = SOFTMAX_COLDNESS * bool(predicate(k.value, q.value))
+    values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
+    label = output_space.basis[0].name
+    ov = np.zeros((values.num_dims, output_space.num_dims))
+    for i, v in enumerate(values.basis):
+        target = bases.BasisDirection(label, default if v == bos_direction else v.value)
+        if target in output_space and (v != bos_direction or default is not None):
+            ov[i, output_space.index_by_direction[target]] = 1.0
+    return transformers.AttentionHead(
+        vectorspace_fns.ScalarBilinear(queries, keys, qk),
+        vectorspace_fns.Linear(values, output_space, ov), causal=causal)

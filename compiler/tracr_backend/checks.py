@@ -1,0 +1,86 @@
+"""Static rejection: what tracr cannot lower, found before tracr runs.
+
+Every refusal is an `Unsupported` error naming the construct, the reason and the source
+location of the rasp-sim node that needs it (file:line:col through `RaspError.format`).
+The translator (translate.py) raises it where a construct has no lowering; `check_graph`
+walks the graph first so the common cases are reported before any tracr object exists.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from rasp_sim import graph as g
+from rasp_sim.errors import RaspError, Span
+
+# Above these sizes a lookup table or value set would make a model nobody can use; the
+# limits are checked before anything is enumerated (COMPILER.md 5.1, 2.5).
+MAX_VALUE_SET = 5_000
+MAX_TABLE = 100_000
+MAX_VOCAB = 1_000
+
+
+class Unsupported(RaspError):
+    """A construct the tracr backend cannot lower (or refuses to, with the reason)."""
+
+    kind = "cannot compile"
+
+    def __init__(self, construct: str, reason: str, span: Span | None = None):
+        super().__init__(f"{construct}: {reason}", span)
+        self.construct = construct
+        self.reason = reason
+
+
+def describe(node: g.Node) -> str:
+    """A short name of a node for messages: its construct, and its name if it has one."""
+    kind = type(node).__name__
+    if isinstance(node, g.Map):
+        kind = f"map '{node.op}'"
+    elif isinstance(node, g.Select):
+        kind = f"select(…, …, {node.op})"
+    elif isinstance(node, g.Aggregate):
+        kind = "aggregate" if node.reduction == "mean" else "sum-aggregate"
+    return f"{kind} '{node.name}'" if node.name else kind
+
+
+def check_graph(root: g.Node) -> None:
+    """Refuse the constructs that have no lowering at all, with the first one's span."""
+    if not isinstance(root, g.SOp):
+        raise Unsupported(describe(root), "only an s-op can be compiled (this is a selector)",
+                          root.span)
+    kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
+    if len(kinds) > 1:
+        token = next(n for n in g.ancestors(root) if isinstance(n, g.Tokens))
+        raise Unsupported("tokens", "the program reads the input as several kinds "
+                          f"({', '.join(sorted(kinds))}); a compiled model has one token "
+                          "vocabulary, so use one of tokens_str/int/float/bool/asis", token.span)
+    for node in g.ancestors(root):
+        problem = _problem(node)
+        if problem:
+            raise Unsupported(describe(node), problem, node.span)
+
+
+def _problem(node: g.Node) -> str | None:
+    if isinstance(node, g.Aggregate) and node.reduction == "sum":
+        return ("tracr's attention averages; a sum needs the selector width as a compile-time "
+                "constant, which this backend does not provide (write count × mean)")
+    return None
+
+
+def check_vocab(vocab: Iterable[object], max_len: int) -> None:
+    """The declared input domain must be non-empty, of moderate size, duplicate-free."""
+    vocab = list(vocab)
+    if not vocab:
+        raise Unsupported("vocabulary", "is empty: give at least one token with --vocab")
+    if len(vocab) > MAX_VOCAB:
+        raise Unsupported("vocabulary", f"has {len(vocab)} tokens; the limit is {MAX_VOCAB} "
+                          "(every token is a residual dimension and an embedding row)")
+    seen: list[object] = []
+    for token in vocab:
+        if any(token == s and type(token) is type(s) for s in seen):
+            raise Unsupported("vocabulary", f"lists {token!r} twice")
+        seen.append(token)
+    if max_len < 1:
+        raise Unsupported("max-len", f"must be at least 1, got {max_len}")
+    if max_len > 256:
+        raise Unsupported("max-len", f"{max_len} is above the limit 256 (every position is a "
+                          "residual dimension)")

@@ -1,0 +1,166 @@
+"""`compile` and `verify` end to end: program file -> validated weights file.
+
+jax runs in float64 here (`jax_enable_x64`, set on import, before any array exists), so
+tracr's model is compared with the NumPy forward at the same precision.
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import dataclass
+from importlib import metadata as package_metadata
+from pathlib import Path
+from typing import Any, Sequence
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+
+from rasp_sim import graph as g  # noqa: E402
+from rasp_sim import semantics  # noqa: E402
+from rasp_sim.errors import RaspError, RaspTypeError  # noqa: E402
+
+from ..weights import Transformer, load, save  # noqa: E402
+from .assemble import to_weights, tracr_model  # noqa: E402
+from .checks import Unsupported  # noqa: E402
+from .pipeline import Compiled, compile_graph  # noqa: E402
+from .runtime import COMPILE_KEY, compile_info  # noqa: E402
+from .validate import DEFAULT_SAMPLES, Report, validate  # noqa: E402
+
+
+class ValidationFailed(RaspError):
+    """The compiled model disagrees with the interpreter (or tracr) on some input."""
+
+    kind = "validation failed"
+
+
+@dataclass
+class Result:
+    weights: Transformer
+    report: Report
+    compiled: Compiled
+    seconds: float
+
+
+def load_program(path: str | Path, name: str) -> g.SOp:
+    """Run a .rasp file and return the s-op bound to `name`."""
+    from rasp_sim.interpreter import Interpreter
+
+    interpreter = Interpreter(output=io.StringIO())  # compile prints nothing of the program
+    interpreter.run_file(path)
+    node = interpreter.lookup(name)
+    if not isinstance(node, g.SOp):
+        raise RaspTypeError(f"'{name}' in {path} is not an s-op (it is a "
+                            f"{type(node).__name__}); only s-ops can be compiled")
+    return node
+
+
+def tokens_kind(root: g.SOp) -> str:
+    kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
+    return kinds.pop() if len(kinds) == 1 else "str"  # several kinds: refused by checks
+
+
+def parse_vocab(entries: Sequence[str], kind: str) -> list[Any]:
+    """Command-line vocabulary entries as the program's tokens see them."""
+    out = []
+    for entry in entries:
+        if kind == "asis":
+            try:
+                value = json.loads(entry)
+            except json.JSONDecodeError:
+                value = entry
+        else:
+            try:
+                value = semantics.convert_token(kind, entry)
+            except RaspError as error:
+                raise Unsupported("vocabulary", f"entry {entry!r} is not a valid token for "
+                                  f"tokens_{kind}: {error.message}") from None
+        out.append(value)
+    return out
+
+
+def tracr_forward(model: Any, categorical: bool) -> Any:
+    """tracr's assembled forward, jitted, on (B, n+1) id rows -> decoded outputs."""
+    apply = jax.jit(lambda ids: model.forward(model.params, ids).unembedded_output)
+
+    def run(ids: np.ndarray) -> list[list]:
+        out = np.asarray(apply(np.asarray(ids)))
+        if categorical:
+            return [model.output_encoder.decode(row[1:]) for row in out.tolist()]
+        return [row[1:] for row in out.tolist()]
+    return run
+
+
+def _version(package: str) -> str:
+    try:
+        return package_metadata.version(package)
+    except package_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: bool = False,
+                    samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False,
+                    program: str = "", name: str = "") -> Result:
+    """Compile, export and validate; the weights are marked validated only if all agree."""
+    start = time.perf_counter()
+    compiled = compile_graph(root, vocab, max_len, causal=causal)
+    record = {
+        "program": program, "name": name, "vocab": list(vocab), "max_len": max_len,
+        "tokens_kind": compiled.translation.tokens_kind, "causal": causal,
+        "mlp_exactness": compiled.mlp_exactness,
+        "rasp_sim_version": _version("rasp-sim"), "tracr_version": _version("tracr-pypi"),
+    }
+    weights = to_weights(compiled, {COMPILE_KEY: record})
+    model = tracr_model(compiled)
+    seconds = time.perf_counter() - start
+    record["compile_seconds"] = round(seconds, 3)
+    # tracr's own model.apply, once, as users would call it (it must run with the fixes).
+    model.apply([model.input_encoder.bos_token, vocab[0]])
+    report = validate(root, weights, vocab, max_len,
+                      tracr_forward=tracr_forward(model, compiled.categorical_output),
+                      samples=samples, seed=seed, progress=progress)
+    return Result(_marked(weights, report, forced=False), report, compiled, seconds)
+
+
+def _marked(weights: Transformer, report: Report, forced: bool) -> Transformer:
+    metadata = dict(weights.metadata)
+    record = dict(metadata[COMPILE_KEY])
+    record["validation"] = report.as_metadata()
+    record["validated"] = report.ok
+    if forced:
+        record["forced"] = True
+    metadata[COMPILE_KEY] = record
+    metadata["validated"] = report.ok
+    return weights.replace(metadata=metadata)
+
+
+def write(result: Result, path: str | Path, *, force: bool = False) -> None:
+    """Write validated weights; a failed validation raises unless `force` (then the file
+    is marked unvalidated)."""
+    if not result.report.ok and not force:
+        raise _failure(result.report)
+    save(_marked(result.weights, result.report, forced=force and not result.report.ok), path)
+
+
+def _failure(report: Report) -> ValidationFailed:
+    if report.disagreement is not None:
+        return ValidationFailed("the compiled model disagrees with the program "
+                                f"{report.disagreement.describe()}; nothing written "
+                                "(--force writes it marked unvalidated)")
+    return ValidationFailed("no input of the domain is in the program's domain (the "
+                            f"interpreter fails on all {report.undefined}); nothing to validate")
+
+
+def verify(path: str | Path, root: g.SOp, *, samples: int = DEFAULT_SAMPLES, seed: int = 0,
+           progress: bool = False) -> Report:
+    """Re-run the validation of a weights file against a program (NumPy and interpreter)."""
+    weights = load(path)
+    info = compile_info(weights)
+    report = validate(root, weights, info["vocab"], info["max_len"], samples=samples,
+                      seed=seed, progress=progress)
+    if not report.ok:
+        raise _failure(report)
+    return report

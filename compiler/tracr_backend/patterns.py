@@ -1,0 +1,83 @@
+"""Recognising the standard library's `length` and `selector_width` in the s-op graph.
+
+rasp-sim defines both in RASP (LANGUAGE.md 5.2, 6.6) with the BOS-less position-0 trick:
+`length = round(1 / aggregate(full_s, indicator(indices == 0)))` and
+`selector_width(sel) = round((1 / aggregate(sel or key0, indicator(indices == 0)) - 1)
++ aggregate(sel and key0, 1, 0))` with `key0 = select(indices, 0, ==)`. Compiled as written that
+is a mean, a discretised 1/x and a rounding; tracr has the SelectorWidth primitive (one head
+and one MLP) for exactly this value, so the translator lowers a recognised pattern to it.
+The value is the same on every input (validation re-checks it against the interpreter).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rasp_sim import graph as g
+from rasp_sim.semantics import COMPARISONS
+
+
+def selector_width_of(node: g.SOp) -> g.Selector | None:
+    """The selector whose width `node` computes, if `node` is a library pattern for it."""
+    return _length(node) or _selector_width(node)
+
+
+def _full(node: g.Node, value: Any) -> bool:
+    return isinstance(node, g.Full) and node.value == value and type(node.value) is not bool
+
+
+def _map(node: g.Node, op: str, arity: int) -> bool:
+    return isinstance(node, g.Map) and node.op == op and len(node.inputs) == arity
+
+
+def _always(sel: g.Selector) -> bool:
+    return (isinstance(sel, g.Select) and isinstance(sel.keys, g.Full)
+            and isinstance(sel.queries, g.Full)
+            and bool(COMPARISONS[sel.op](sel.keys.value, sel.queries.value)))
+
+
+def _is_first_position(node: g.Node) -> bool:
+    """indicator(indices == 0)"""
+    if not _map(node, "indicator", 1):
+        return False
+    test = node.inputs[0]
+    return (_map(test, "==", 2) and isinstance(test.inputs[0], g.Indices)
+            and _full(test.inputs[1], 0))
+
+
+def _length(node: g.SOp) -> g.Selector | None:
+    """round(1 / aggregate(<always-true select>, indicator(indices == 0))) -> that select."""
+    if not _map(node, "round", 1) or not _map(node.inputs[0], "/", 2):
+        return None
+    one, mean = node.inputs[0].inputs
+    if not (_full(one, 1) and isinstance(mean, g.Aggregate) and mean.reduction == "mean"):
+        return None
+    if _always(mean.selector) and _is_first_position(mean.values):
+        return mean.selector
+    return None
+
+
+def _is_key0(sel: g.Node) -> bool:
+    """select(indices, 0, ==)"""
+    return (isinstance(sel, g.Select) and sel.op == "==" and isinstance(sel.keys, g.Indices)
+            and _full(sel.queries, 0))
+
+
+def _selector_width(node: g.SOp) -> g.Selector | None:
+    """The stdlib's selector_width(sel) -> sel."""
+    if not _map(node, "round", 1) or not _map(node.inputs[0], "+", 2):
+        return None
+    without, had = node.inputs[0].inputs
+    if not (_map(without, "-", 2) and _full(without.inputs[1], 1)
+            and _map(without.inputs[0], "/", 2) and _full(without.inputs[0].inputs[0], 1)):
+        return None
+    share = without.inputs[0].inputs[1]
+    if not (isinstance(share, g.Aggregate) and isinstance(had, g.Aggregate)
+            and share.reduction == had.reduction == "mean" and had.default == 0
+            and isinstance(share.selector, g.SelectorOr)
+            and isinstance(had.selector, g.SelectorAnd)
+            and _is_first_position(share.values) and _full(had.values, 1)):
+        return None
+    sel, key0 = share.selector.left, share.selector.right
+    if (_is_key0(key0) and had.selector.left is sel and _is_key0(had.selector.right)):
+        return sel
+    return None

@@ -1,0 +1,134 @@
+"""The compile pipeline: tracr's passes with rasp-sim's fixes in between (COMPILER.md 5.2).
+
+1. translate.py: s-op graph -> tracr RASP (static checks first);
+2. `rasp_to_graph.extract_rasp_graph`, tracr's;
+3. bases.py: own basis inference, which also picks the MLP exactness;
+4. `expr_to_craft_graph.add_craft_components_to_rasp_graph`, tracr's, for stock nodes; the
+   nodes that get rasp-sim blocks (signed maps, categorical aggregates with a default) hide
+   behind a non-s-op placeholder while it runs, then receive their blocks (blocks.py);
+5. `craft_graph_to_model.craft_graph_to_model`, tracr's layer allocation;
+6. assemble.py: own assembly to the weight format, and tracr's assembler with its two
+   fixes as the oracle.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import networkx as nx
+from tracr.compiler import craft_graph_to_model, expr_to_craft_graph, nodes, rasp_to_graph
+from tracr.craft import bases, transformers
+from tracr.rasp import rasp
+
+from rasp_sim import graph as g
+
+from . import blocks
+from .bases import DEFAULT, SIGNED, annotate_graph
+from .checks import Unsupported, check_vocab
+from .translate import Translation, translate
+
+BOS = "compiler_bos"
+PAD = "compiler_pad"
+ONE = bases.BasisDirection("one")
+
+
+@dataclass
+class Compiled:
+    """Everything a compile produces before export."""
+
+    translation: Translation
+    graph: nx.DiGraph
+    sink: dict
+    craft_model: transformers.SeriesWithResiduals
+    vocab: tuple
+    max_len: int
+    causal: bool
+    mlp_exactness: float
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def categorical_output(self) -> bool:
+        return rasp.is_categorical(self.sink[nodes.EXPR])
+
+    @property
+    def output_space(self) -> bases.VectorSpaceWithBasis:
+        return bases.VectorSpaceWithBasis(self.sink[nodes.OUTPUT_BASIS])
+
+    @property
+    def tokens_space(self) -> bases.VectorSpaceWithBasis:
+        return bases.VectorSpaceWithBasis.from_values(rasp.tokens.label,
+                                                      list(self.vocab) + [BOS, PAD])
+
+    @property
+    def indices_space(self) -> bases.VectorSpaceWithBasis:
+        return bases.VectorSpaceWithBasis.from_values(rasp.indices.label, range(self.max_len))
+
+
+class _Placeholder:
+    """Stands in for an expression tracr's craft pass must skip (it is not an s-op)."""
+
+    def __init__(self, expr: rasp.SOp):
+        self.expr = expr
+
+
+def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
+                  causal: bool = False) -> Compiled:
+    """Lower `root` to a craft model over `vocab` (typed as the program's tokens) and
+    sequences of length 1..max_len."""
+    check_vocab(vocab, max_len)
+    if BOS in vocab or PAD in vocab:
+        raise Unsupported("vocabulary", f"must not contain the compiler's tokens {BOS!r}, {PAD!r}")
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    translation = translate(root, vocab, max_len)
+    extracted = rasp_to_graph.extract_rasp_graph(translation.sink)
+    graph = extracted.graph
+    if rasp.tokens.label not in graph.nodes:  # tracr embeds the input through tokens
+        raise Unsupported("program", "does not read its input (tokens); a constant needs no "
+                          "transformer", root.span)
+    exactness = annotate_graph(graph, translation.value_sets)
+    seconds["translate"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    bos_direction = bases.BasisDirection(rasp.tokens.label, BOS)
+    own = [n for n in graph.nodes if _needs_own_block(graph.nodes[n][nodes.EXPR])]
+    for node_id in own:
+        graph.nodes[node_id][nodes.EXPR] = _Placeholder(graph.nodes[node_id][nodes.EXPR])
+    try:
+        expr_to_craft_graph.add_craft_components_to_rasp_graph(
+            graph, bos_dir=bos_direction, one_dir=ONE, causal=causal, mlp_exactness=exactness)
+    finally:
+        for node_id in own:
+            graph.nodes[node_id][nodes.EXPR] = graph.nodes[node_id][nodes.EXPR].expr
+    for node_id in own:
+        graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id, bos_direction,
+                                                             causal)
+    craft_model = craft_graph_to_model.craft_graph_to_model(graph, extracted.sources)
+    seconds["craft"] = time.perf_counter() - start
+    return Compiled(translation, graph, extracted.sink, craft_model, tuple(vocab), max_len,
+                    causal, exactness, seconds)
+
+
+def _needs_own_block(expr: Any) -> bool:
+    if isinstance(expr, rasp.Map):
+        return bool(expr.annotations.get(SIGNED, False)) if SIGNED in expr.annotations else False
+    return isinstance(expr, rasp.Aggregate) and rasp.is_categorical(expr)
+
+
+def _space(graph: nx.DiGraph, expr: rasp.SOp) -> bases.VectorSpaceWithBasis:
+    return bases.VectorSpaceWithBasis(graph.nodes[expr.label][nodes.OUTPUT_BASIS])
+
+
+def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirection,
+               causal: bool) -> Any:
+    expr = graph.nodes[node_id][nodes.EXPR]
+    output = bases.VectorSpaceWithBasis(graph.nodes[node_id][nodes.OUTPUT_BASIS])
+    if isinstance(expr, rasp.Map):
+        return blocks.signed_map_mlp(_space(graph, expr.inner), output, expr.f,
+                                     hidden_name=f"_hidden_{expr.label}_")
+    select = expr.selector
+    default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
+    return blocks.categorical_aggregate_head(
+        _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
+        output, bos_direction, ONE, select.predicate, default, causal)

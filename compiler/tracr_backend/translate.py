@@ -1,0 +1,304 @@
+"""Lowering a rasp-sim s-op graph to tracr RASP expressions (COMPILER.md 5.1).
+
+One tracr expression per graph node, in the encoding tracr can compile:
+- tokens and indices are categorical; constants (`Full`) are folded into the functions and
+  predicates that use them, and only a constant that stands alone becomes a map of tokens;
+- a Map of one varying input is a tracr Map (categorical output; a numerical input is
+  discretised), of two a SequenceMap (a numerical `a ± b` a LinearSequenceMap), of more a
+  chain of tuple-valued SequenceMaps;
+- a selector, composite or not, becomes ONE tracr Select: its leaves' varying keys (and
+  queries) are joined into one categorical s-op, as a tuple when there are several
+  (google-deepmind/tracr#4's workaround), and the predicate evaluates the whole and/or/not
+  tree; `select(...) and select(...)` over the same s-ops needs no tuple at all;
+- an aggregate is numerical (tracr's mean head) when its values are numbers and its
+  selector may select several keys, else categorical, with rasp-sim's default kept by the
+  head itself (annotation DEFAULT, block in blocks.py), never tracr's None;
+- the standard library's `length` and `selector_width` are recognised and lowered to
+  tracr's SelectorWidth primitive (patterns.py).
+Each expression carries the span of its node (annotation SPAN) for error messages.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from tracr.rasp import rasp
+
+from rasp_sim import graph as g
+from rasp_sim import semantics
+from rasp_sim.errors import RaspError
+
+from . import patterns
+from .bases import DEFAULT, SIGNED, SPAN, ValueSets, is_numeric_column
+from .checks import Unsupported, check_graph, describe
+
+CAT, NUM = rasp.Encoding.CATEGORICAL, rasp.Encoding.NUMERICAL
+
+
+@dataclass
+class Translation:
+    sink: rasp.SOp
+    value_sets: ValueSets
+    tokens_kind: str
+
+
+def translate(root: g.SOp, vocab: Sequence[Any], max_len: int,
+              tokens_kind: str | None = None) -> Translation:
+    """`root` as a tracr program over `vocab` (values as the program's tokens see them)."""
+    check_graph(root)
+    kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
+    kind = kinds.pop() if kinds else (tokens_kind or "str")
+    translator = _Translator(ValueSets(vocab, max_len))
+    sink = translator.sop(root)
+    return Translation(sink, translator.value_sets, kind)
+
+
+# ------------------------------------------------------------------------ atom functions
+
+def atom_function(node: g.Map) -> Callable[..., Any]:
+    """The Map's operation on atoms, by rasp_sim.semantics (the one source of the rules)."""
+    op, params = node.op, node.params
+    if op == "where":
+        return lambda cond, then, otherwise: then if semantics.truthy(cond) else otherwise
+    if op in ("and", "or"):  # on s-ops these always give bools (LANGUAGE.md 6.3)
+        if op == "and":
+            return lambda a, b: semantics.truthy(a) and semantics.truthy(b)
+        return lambda a, b: semantics.truthy(a) or semantics.truthy(b)
+    if op == "lookup":
+        table = params[0]
+        return lambda x: _lookup(table, x)
+    if op == "member":
+        members = params[0]
+        return lambda x: x in members
+    if len(node.inputs) == 1:
+        return lambda x: semantics.unary(op, x)
+    return lambda a, b: semantics.binary(op, a, b)
+
+
+def _lookup(table: Any, x: Any) -> Any:
+    try:
+        return table[x]
+    except (IndexError, KeyError, TypeError) as error:
+        raise semantics.python_error(error, f"lookup of {x!r}") from None
+
+
+def total(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, returning None where rasp-sim raises: the program is undefined on such inputs,
+    and tracr maps None to no output direction (and skips it in value sets)."""
+    def wrapped(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except RaspError:
+            return None
+    return wrapped
+
+
+_CONSTANT = object()  # marks "not a constant" in _Translator.constant
+
+
+def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding | None = None,
+           **extra: Any) -> Any:
+    name = "".join(c if c.isalnum() else "_" for c in (node.name or type(node).__name__.lower()))
+    annotations: dict[str, Any] = {"name": name, SPAN: node.span, **extra}
+    if encoding is not None:
+        annotations["encoding"] = encoding
+    return rasp.annotate(expr, **annotations)
+
+
+class _Translator:
+    def __init__(self, value_sets: ValueSets):
+        self.value_sets = value_sets
+        self.memo: dict[int, rasp.SOp] = {}
+        self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
+        self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
+        self.selectors: dict[int, rasp.Select] = {}
+        self.constants: dict[int, Any] = {}
+
+    # -- s-ops in their natural encoding
+    def sop(self, node: g.SOp) -> rasp.SOp:
+        if id(node) not in self.memo:
+            self.memo[id(node)] = self._sop(node)
+        return self.memo[id(node)]
+
+    def _sop(self, node: g.SOp) -> rasp.SOp:
+        value = self.constant(node)
+        if value is not _CONSTANT:  # a constant on its own: a map of tokens (one MLP)
+            return _named(rasp.Map(lambda _: value, rasp.tokens, simplify=False), node, CAT)
+        if isinstance(node, g.Tokens):
+            return rasp.tokens
+        if isinstance(node, g.Indices):
+            return rasp.indices
+        recognised = patterns.selector_width_of(node)
+        if recognised is not None:
+            return _named(rasp.SelectorWidth(self.selector(recognised)), node, CAT)
+        if isinstance(node, g.Map):
+            return self._map(node)
+        if isinstance(node, g.Aggregate):
+            return self._aggregate(node)
+        raise Unsupported(describe(node), "has no tracr lowering", node.span)
+
+    def constant(self, node: g.SOp) -> Any:
+        """The node's value if it is the same at every position of every input."""
+        if id(node) not in self.constants:
+            self.constants[id(node)] = self._constant(node)
+        return self.constants[id(node)]
+
+    def _constant(self, node: g.SOp) -> Any:
+        if isinstance(node, g.Full):
+            return node.value
+        if isinstance(node, g.Map):
+            args = [self.constant(x) for x in node.inputs]
+            if all(a is not _CONSTANT for a in args):
+                try:
+                    return atom_function(node)(*args)
+                except RaspError as error:
+                    raise error.with_span(node.span)
+        return _CONSTANT
+
+    def as_encoding(self, node: g.SOp, encoding: rasp.Encoding) -> rasp.SOp:
+        """The node in `encoding`, through an explicit conversion map if needed."""
+        expr = self.sop(node)
+        if rasp.get_encoding(expr) == encoding:
+            return expr
+        key = (id(node), encoding)
+        if key not in self.converted:
+            if encoding == NUM:
+                values = self.value_sets.of(expr)
+                if not is_numeric_column(values):
+                    raise Unsupported(describe(node), "its values are averaged over several keys "
+                                      "but are not all numbers", node.span)
+                conversion = _named(rasp.Map(lambda x: x, expr, simplify=False), node, NUM,
+                                    **{SIGNED: True})
+            else:
+                conversion = _named(rasp.Map(lambda x: x, expr, simplify=False), node, CAT)
+            self.converted[key] = conversion
+        return self.converted[key]
+
+    # -- maps
+    def _map(self, node: g.Map) -> rasp.SOp:
+        fn = atom_function(node)
+        varying: list[g.SOp] = []
+        for x in node.inputs:
+            if self.constant(x) is _CONSTANT and all(x is not v for v in varying):
+                varying.append(x)
+        slots = [next((i for i, v in enumerate(varying) if v is x), None) for x in node.inputs]
+        fixed = [self.constant(x) if s is None else None for x, s in zip(node.inputs, slots)]
+
+        def apply(*xs: Any) -> Any:
+            return fn(*[c if s is None else xs[s] for c, s in zip(fixed, slots)])
+
+        if len(varying) == 1:
+            return _named(rasp.Map(total(apply), self.sop(varying[0]), simplify=False), node, CAT)
+        if (len(varying) == 2 and node.op in ("+", "-") and slots == [0, 1]
+                and all(rasp.is_numerical(self.sop(v)) for v in varying)):
+            sign = 1 if node.op == "+" else -1
+            linear = rasp.LinearSequenceMap(self.sop(varying[0]), self.sop(varying[1]), 1, sign)
+            return _named(linear, node, NUM)
+        operands = [self.as_encoding(v, CAT) for v in varying]
+        if len(operands) == 2:
+            return _named(rasp.SequenceMap(total(apply), *operands), node, CAT)
+        head = self.tuple_of(varying[:-1])
+        return _named(rasp.SequenceMap(total(lambda t, z: apply(*t, z)), head, operands[-1]),
+                      node, CAT)
+
+    def tuple_of(self, nodes: Sequence[g.SOp]) -> rasp.SOp:
+        """One categorical s-op whose value is the tuple of the nodes' values."""
+        key = tuple(id(n) for n in nodes)
+        if key not in self.tuples:
+            expr = _named(rasp.Map(lambda x: (x,), self.as_encoding(nodes[0], CAT),
+                                   simplify=False), nodes[0], CAT)
+            for n in nodes[1:]:
+                expr = _named(rasp.SequenceMap(lambda t, x: t + (x,), expr,
+                                               self.as_encoding(n, CAT)), n, CAT)
+                self.value_sets.of(expr)  # refuses early if the tuple table is too large
+            self.tuples[key] = expr
+        return self.tuples[key]
+
+    # -- selectors
+    def selector(self, sel: g.Selector) -> rasp.Select:
+        if id(sel) not in self.selectors:
+            self.selectors[id(sel)] = self._selector(sel)
+        return self.selectors[id(sel)]
+
+    def _selector(self, sel: g.Selector) -> rasp.Select:
+        keys: list[g.SOp] = []
+        queries: list[g.SOp] = []
+        for leaf in _leaves(sel):
+            for side, found in ((leaf.keys, keys), (leaf.queries, queries)):
+                if self.constant(side) is _CONSTANT and all(side is not s for s in found):
+                    found.append(side)
+        tree = self._predicate_tree(sel, keys, queries)
+        key_sop = self._side(keys)
+        query_sop = self._side(queries)
+        unpack_k = (lambda k: k) if len(keys) > 1 else (lambda k: (k,))
+        unpack_q = (lambda q: q) if len(queries) > 1 else (lambda q: (q,))
+
+        def predicate(key: Any, query: Any) -> bool:
+            try:
+                return bool(tree(unpack_k(key), unpack_q(query)))
+            except RaspError:
+                return False
+        return _named(rasp.Select(key_sop, query_sop, predicate), sel)
+
+    def _side(self, nodes: list[g.SOp]) -> rasp.SOp:
+        if not nodes:  # the predicate ignores this side: any categorical s-op will do
+            return rasp.tokens
+        if len(nodes) == 1:
+            return self.as_encoding(nodes[0], CAT)
+        return self.tuple_of(nodes)
+
+    def _predicate_tree(self, sel: g.Selector, keys: list[g.SOp],
+                        queries: list[g.SOp]) -> Callable[[tuple, tuple], bool]:
+        """(key tuple, query tuple) -> the selector's value, M[q][k] = keys[k] op queries[q]."""
+        if isinstance(sel, g.Select):
+            key = self._reader(sel.keys, keys)
+            query = self._reader(sel.queries, queries)
+            compare = semantics.COMPARISONS[sel.op]
+            return lambda k, q: compare(key(k), query(q))
+        if isinstance(sel, g.SelectorNot):
+            inner = self._predicate_tree(sel.operand, keys, queries)
+            return lambda k, q: not inner(k, q)
+        left = self._predicate_tree(sel.left, keys, queries)
+        right = self._predicate_tree(sel.right, keys, queries)
+        if isinstance(sel, g.SelectorAnd):
+            return lambda k, q: left(k, q) and right(k, q)
+        return lambda k, q: left(k, q) or right(k, q)
+
+    def _reader(self, side: g.SOp, found: list[g.SOp]) -> Callable[[tuple], Any]:
+        value = self.constant(side)
+        if value is not _CONSTANT:
+            return lambda t: value
+        slot = next(i for i, s in enumerate(found) if s is side)
+        return lambda t: t[slot]
+
+    # -- aggregates
+    def _aggregate(self, node: g.Aggregate) -> rasp.SOp:
+        select = self.selector(node.selector)
+        values = self.sop(node.values)
+        numeric = rasp.is_numerical(values) or is_numeric_column(self.value_sets.of(values))
+        if numeric and not _at_most_one_key(node.selector):
+            if node.default != 0:
+                raise Unsupported(describe(node), f"default {node.default!r} for a mean of numbers: "
+                                  "tracr's averaging head gives 0 where nothing is selected",
+                                  node.span)
+            values = self.as_encoding(node.values, NUM)
+            return _named(rasp.Aggregate(select, values, default=0), node, NUM)
+        values = self.as_encoding(node.values, CAT)
+        # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
+        return _named(rasp.Aggregate(select, values, default=None), node, CAT,
+                      **{DEFAULT: node.default})
+
+
+def _leaves(sel: g.Selector) -> list[g.Select]:
+    if isinstance(sel, g.Select):
+        return [sel]
+    return [leaf for child in sel.children() for leaf in _leaves(child)]
+
+
+def _at_most_one_key(sel: g.Selector) -> bool:
+    """Provably at most one selected key per query: equality with distinct keys (indices)."""
+    if isinstance(sel, g.Select):
+        return sel.op == "==" and isinstance(sel.keys, g.Indices)
+    if isinstance(sel, g.SelectorAnd):
+        return _at_most_one_key(sel.left) or _at_most_one_key(sel.right)
+    return False
