@@ -66,7 +66,11 @@ def attention(x: Array, block: AttentionBlock, causal: bool, xp: ModuleType = np
     return total
 
 
-ACTIVATION_FUNCTIONS = {"relu": lambda z, xp: xp.maximum(z, 0.0)}
+ACTIVATION_FUNCTIONS = {
+    "relu": lambda z, xp: xp.maximum(z, 0.0),
+    # GPT-2's tanh approximation of GELU (the frozen random MLPs of UNIVERSAL.md 10.3).
+    "gelu": lambda z, xp: 0.5 * z * (1.0 + xp.tanh(0.7978845608028654 * (z + 0.044715 * z ** 3))),
+}
 
 
 def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:

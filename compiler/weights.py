@@ -205,7 +205,7 @@ class MLPBlock:
 
 
 # Names only: the functions live in forward.py so this module stays free of maths.
-ACTIVATIONS = ("relu",)
+ACTIVATIONS = ("relu", "gelu")
 
 Block = Union[AttentionBlock, MLPBlock]
 
@@ -412,6 +412,9 @@ def _unflatten(header: dict, arrays: Any) -> Transformer:
 def load(path: str | Path) -> Transformer:
     """Read a model written by `save`; corrupt, truncated or foreign files raise WeightsError."""
     try:
+        with open(path, "rb") as handle:
+            if handle.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
+                raise WeightsError(f"{path}: not an .npz archive (corrupt or not a weights file)")
         with np.load(path, allow_pickle=False) as arrays:
             if "__header__" not in arrays.files:
                 raise WeightsError(f"{path}: not a rasp-sim weights file (no __header__)")

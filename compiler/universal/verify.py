@@ -42,7 +42,7 @@ class Verification:
 
     @property
     def passed(self) -> bool:
-        return self.relative_error <= self.tolerance
+        return bool(self.relative_error <= self.tolerance)
 
 
 def random_inputs(dim: int, lengths: tuple[int, ...], batch: int, seed: int):

@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "rasp_sim.cli.run",
     "rasp_sim.cli.analyse",
     "rasp_sim.cli.repl",
+    "rasp_sim.cli.universal",
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2

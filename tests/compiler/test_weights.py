@@ -69,7 +69,7 @@ def test_truncated_file_is_rejected(tmp_path):
 
 def test_garbage_file_is_rejected(tmp_path):
     (tmp_path / "g.npz").write_bytes(b"not a zip file at all")
-    with pytest.raises(WeightsError, match="corrupt or truncated"):
+    with pytest.raises(WeightsError, match="g.npz: not an .npz archive"):
         load(tmp_path / "g.npz")
 
 
@@ -158,10 +158,15 @@ def test_non_finite_file_is_rejected(tmp_path):
 
 def test_unknown_activation_is_rejected():
     mlp = full_model().layers[1]
-    with pytest.raises(WeightsError, match=r"layers\.3\.activation: unknown activation 'gelu'"):
-        MLPBlock(mlp.w1, mlp.b1, mlp.w2, mlp.b2, activation="gelu").check("layers.3", 5)
+    with pytest.raises(WeightsError, match=r"layers\.3\.activation: unknown activation 'swish'"):
+        MLPBlock(mlp.w1, mlp.b1, mlp.w2, mlp.b2, activation="swish").check("layers.3", 5)
 
 
 def test_sparse_out_of_range():
     with pytest.raises(WeightsError, match="cols out of range"):
         SparseMatrix.ones((2, 2), [0], [2])
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(WeightsError, match="nothing.npz: no such file"):
+        load(tmp_path / "nothing.npz")
