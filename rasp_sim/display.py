@@ -94,7 +94,7 @@ class Display:
         if isinstance(value, (graph.SOp, graph.Selector)) and name is None:
             name = node_name(value)
         if isinstance(value, graph.SOp):
-            lines = [f"{pre} {first}   s-op: {name}"]
+            lines = [f"{pre} {first}    s-op: {name}"]
             if self.settings.sop_examples and self.sop_example is not None:
                 values = self.run(value, self.sop_example)
                 if self.settings.full_seq:
@@ -107,7 +107,7 @@ class Display:
                     )
             return lines
         if isinstance(value, graph.Selector):
-            lines = [f"{pre} {first}   selector: {name}"]
+            lines = [f"{pre} {first}    selector: {name}"]
             if self.settings.selector_examples and self.selector_example is not None:
                 lines.append(f"{pre} \t Example:")
                 matrix = self.run(value, self.selector_example)
