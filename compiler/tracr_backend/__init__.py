@@ -4,3 +4,7 @@ Importing this package does not import tracr or jax: `run_weights` needs only Nu
 The compiler itself is `rasp_sim.compiler.tracr_backend.driver.compile_program` (tracr,
 jax and dm-haiku, the `compile` extra).
 """
+
+from .runtime import run_weights
+
+__all__ = ["run_weights"]

@@ -5,7 +5,6 @@ tracr's model is compared with the NumPy forward at the same precision.
 """
 from __future__ import annotations
 
-import io
 import json
 import time
 from dataclasses import dataclass
@@ -21,9 +20,9 @@ import numpy as np  # noqa: E402
 
 from rasp_sim import graph as g  # noqa: E402
 from rasp_sim import semantics  # noqa: E402
-from rasp_sim.errors import RaspError, RaspTypeError  # noqa: E402
+from rasp_sim.errors import RaspError  # noqa: E402
 
-from ..weights import Transformer, load, save  # noqa: E402
+from ..weights import AttentionBlock, Transformer, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
 from .checks import Unsupported  # noqa: E402
 from .pipeline import Compiled, compile_graph  # noqa: E402
@@ -43,19 +42,6 @@ class Result:
     report: Report
     compiled: Compiled
     seconds: float
-
-
-def load_program(path: str | Path, name: str) -> g.SOp:
-    """Run a .rasp file and return the s-op bound to `name`."""
-    from rasp_sim.interpreter import Interpreter
-
-    interpreter = Interpreter(output=io.StringIO())  # compile prints nothing of the program
-    interpreter.run_file(path)
-    node = interpreter.lookup(name)
-    if not isinstance(node, g.SOp):
-        raise RaspTypeError(f"'{name}' in {path} is not an s-op (it is a "
-                            f"{type(node).__name__}); only s-ops can be compiled")
-    return node
 
 
 def tokens_kind(root: g.SOp) -> str:
@@ -115,6 +101,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     }
     weights = to_weights(compiled, {COMPILE_KEY: record})
     model = tracr_model(compiled)
+    record.update(size(weights), layers=model.model_config.num_layers)
     seconds = time.perf_counter() - start
     record["compile_seconds"] = round(seconds, 3)
     # tracr's own model.apply, once, as users would call it (it must run with the fixes).
@@ -123,6 +110,22 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
                       tracr_forward=tracr_forward(model, compiled.categorical_output),
                       samples=samples, seed=seed, progress=progress)
     return Result(_marked(weights, report, forced=False), report, compiled, seconds)
+
+
+def size(weights: Transformer) -> dict[str, int]:
+    """Heads, blocks, residual width and (dense) parameter count of compiled weights."""
+    attention = [b for b in weights.layers if isinstance(b, AttentionBlock)]
+    arrays = [weights.unembed, weights.token_embed, weights.pos_embed]
+    for block in weights.layers:
+        if isinstance(block, AttentionBlock):
+            arrays += [a for h in block.heads for a in (h.w_q, h.w_k, h.w_v, h.w_o)]
+        else:
+            arrays += [block.w1, block.b1, block.w2, block.b2]
+    return {"heads": sum(len(b.heads) for b in attention),
+            "attention_blocks": len(attention),
+            "mlp_blocks": len(weights.layers) - len(attention),
+            "residual_width": weights.width,
+            "parameters": int(sum(np.size(a) for a in arrays if a is not None))}
 
 
 def _marked(weights: Transformer, report: Report, forced: bool) -> Transformer:

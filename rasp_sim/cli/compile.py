@@ -1,0 +1,127 @@
+"""`rasp-sim compile` and `rasp-sim verify`: RASP programs to validated transformer weights.
+
+Both need the `compile` extra (tracr, jax, dm-haiku); it is imported inside the handlers,
+so the rest of the CLI starts without it. See COMPILER.md and the README's "Compile".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import RaspError
+from ..graph import SOp
+from . import UsageError
+from .program import load_named_node
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    compile_parser = subparsers.add_parser(
+        "compile", help="compile an s-op to transformer weights through tracr, validated",
+        description="Translate the s-op NAME of FILE to tracr, compile it, fix the assembly, "
+        "validate the weights against the interpreter and tracr's model on every input of "
+        "the declared domain (sampled above 100000 inputs) and write them to an .npz file. "
+        "A model that disagrees is not written (exit 1) unless --force.")
+    compile_parser.add_argument("file", help="the .rasp program")
+    compile_parser.add_argument("--name", required=True, help="the s-op to compile")
+    compile_parser.add_argument("--vocab", required=True, metavar="V1,V2,...",
+                                help="the input vocabulary, comma-separated, as the program's "
+                                "tokens read it (e.g. 1,2,3 for tokens_int)")
+    compile_parser.add_argument("--max-len", required=True, type=int, metavar="N",
+                                help="the longest input sequence")
+    compile_parser.add_argument("--causal", action="store_true",
+                                help="causal attention: every selector only sees keys k <= q "
+                                "(validated against that program)")
+    compile_parser.add_argument("--float64", action="store_true",
+                                help="float64 weights and validation (the default and only "
+                                "precision; accepted for explicitness)")
+    compile_parser.add_argument("-o", "--output", metavar="MODEL.npz",
+                                help="where to write the weights (default: NAME.npz)")
+    compile_parser.add_argument("--force", action="store_true",
+                                help="write the model even if validation fails, marked "
+                                "unvalidated in its metadata")
+    _add_validation_options(compile_parser)
+    compile_parser.set_defaults(handler=run_compile)
+
+    verify_parser = subparsers.add_parser(
+        "verify", help="re-run the validation of compiled weights against a program",
+        description="Check MODEL (from rasp-sim compile) against the s-op NAME of FILE on "
+        "the domain recorded in the model.")
+    verify_parser.add_argument("model", help="the weights (.npz)")
+    verify_parser.add_argument("file", help="the .rasp program")
+    verify_parser.add_argument("--name", required=True, help="the s-op the model computes")
+    _add_validation_options(verify_parser)
+    verify_parser.set_defaults(handler=run_verify)
+
+
+def _add_validation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--samples", type=int, default=10_000, metavar="K",
+                        help="random inputs to validate on when the domain has more than "
+                        "100000 (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _program(file: str, name: str) -> SOp:
+    node = load_named_node(file, name)[1]
+    if not isinstance(node, SOp):
+        raise RaspError(f"'{name}' in {file} is a selector; only s-ops can be compiled",
+                        node.span)
+    return node
+
+
+def _backend():  # type: ignore[no-untyped-def]
+    try:
+        from ..compiler.tracr_backend import driver
+    except ImportError as error:
+        raise RaspError(f"compiling needs the 'compile' extra (tracr, jax, dm-haiku): "
+                        f"pip install 'rasp-sim[compile]' ({error})") from None
+    return driver
+
+
+def run_compile(args: argparse.Namespace) -> int:
+    if args.samples < 1:
+        raise UsageError("--samples must be at least 1")
+    driver = _backend()
+    root = _program(args.file, args.name)
+    vocab = driver.parse_vocab([v for v in args.vocab.split(",")],
+                               driver.tokens_kind(root))
+    result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
+                                    samples=args.samples, seed=args.seed,
+                                    progress=sys.stderr.isatty(), program=args.file,
+                                    name=args.name)
+    output = args.output or f"{args.name}.npz"
+    driver.write(result, output, force=args.force)
+    record = result.weights.metadata[driver.COMPILE_KEY]
+    summary = {**{k: record[k] for k in ("layers", "heads", "residual_width", "parameters")},
+               "compile_seconds": round(result.seconds, 3), "output": output,
+               "validation": result.report.as_metadata()}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        v = result.report
+        print(f"{args.name}: {summary['layers']} layers, {summary['heads']} heads, residual "
+              f"width {summary['residual_width']}, {summary['parameters']} parameters, "
+              f"compiled in {summary['compile_seconds']} s")
+        print(f"validated {v.mode} on {v.compared} inputs ({v.undefined} outside the "
+              f"program's domain), max numerical error {v.max_numeric_error:.3g} -> {output}")
+    if not result.report.ok:
+        print(f"warning: written UNVALIDATED (--force): {result.report.disagreement.describe()}"
+              if result.report.disagreement else "warning: written UNVALIDATED (--force)",
+              file=sys.stderr)
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    if args.samples < 1:
+        raise UsageError("--samples must be at least 1")
+    driver = _backend()
+    root = _program(args.file, args.name)
+    report = driver.verify(args.model, root, samples=args.samples, seed=args.seed,
+                           progress=sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(report.as_metadata()))
+    else:
+        print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
+              f"{report.compared} inputs, max numerical error {report.max_numeric_error:.3g}")
+    return 0
