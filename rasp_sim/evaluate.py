@@ -46,6 +46,9 @@ from .evaluation.elementwise import apply_map
 
 DEFAULT_MEMORY_LIMIT = 4 * 2**30
 _ELEMENT_BYTES = 8
+# Chunks are also kept near this size even under a high limit: NumPy's large temporaries
+# cost page faults and memory traffic, and measured throughput is best around here.
+_WORKING_SET_BYTES = 32 * 2**20
 
 
 # --------------------------------------------------------------------------- public API
@@ -165,7 +168,7 @@ def _run_group(
             f"{per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
             "with memory_limit_bytes= (rasp-sim: --memory-limit)"
         )
-    chunk = max(1, limit // per_input)
+    chunk = max(1, min(limit, _WORKING_SET_BYTES) // per_input)
     parts = [
         _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact)
         for s in range(0, len(rows), chunk)
@@ -187,7 +190,11 @@ def _run_chunk(plan: _Plan, rows: Any, ids: list[int], exact: bool) -> dict[grap
             ) from None
         for dropped in plan.drops[step]:
             values.pop(dropped, None)
-    return {root: values[root] for root in plan.roots}
+    return {root: _full_batch(values[root], len(rows)) for root in plan.roots}
+
+
+def _full_batch(value: np.ndarray, b: int) -> np.ndarray:
+    return np.broadcast_to(value, (b,) + value.shape[1:])
 
 
 def _locate(
@@ -195,7 +202,7 @@ def _locate(
 ) -> RaspError:
     """Re-run the failing node input by input to name the first input it fails on."""
     for r in range(len(rows)):
-        sub = {c: values[c][r : r + 1] for c in node.children()}
+        sub = {c: _row(values[c], r) for c in node.children()}
         try:
             _compute(node, sub, rows[r : r + 1], exact)
         except RaspError as err:
@@ -204,19 +211,26 @@ def _locate(
     return exc.with_span(node.span)
 
 
+def _row(value: np.ndarray, r: int) -> np.ndarray:
+    return value[r : r + 1] if value.shape[0] > 1 else value
+
+
 def _abbrev(x: Any) -> str:
     text = repr(x if isinstance(x, str) else list(x) if not isinstance(x, np.ndarray) else x.tolist())
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _compute(node: graph.Node, values: dict, rows: Any, exact: bool) -> np.ndarray:
-    b, n = len(rows), len(rows[0])
+    n = len(rows[0])
     if isinstance(node, graph.Tokens):
         return _tokens(rows, node.kind, exact)
+    # Values that are the same for every input of the group (indices, constants, and
+    # everything computed from them alone) are kept as one row, shape (1, n[, n]), and
+    # broadcast by NumPy: e.g. `length` and `select(indices, 0, ==)` are computed once.
     if isinstance(node, graph.Indices):
-        return np.broadcast_to(np.arange(n, dtype=np.int64), (b, n))
+        return np.arange(n, dtype=np.int64)[None, :]
     if isinstance(node, graph.Full):
-        return constant(node.value, (b, n), exact=exact)
+        return constant(node.value, (1, n), exact=exact)
     if isinstance(node, graph.Map):
         return apply_map(node.op, [values[c] for c in node.inputs], node.params, exact)
     if isinstance(node, graph.Select):
@@ -239,7 +253,7 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
             return rows.astype(np.int64)
         rows = rows.tolist()
     if kind in ("asis", "str") and all(type(r) is str and "\0" not in r for r in rows):
-        return np.array([list(r) for r in rows], dtype=str)
+        return np.array(["".join(rows)]).view("U1").reshape(len(rows), len(rows[0]))
     if kind in ("asis", "int") and all(type(x) is int for r in rows for x in r):
         try:
             return np.array(rows, dtype=np.int64)

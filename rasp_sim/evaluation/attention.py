@@ -8,13 +8,13 @@ Aggregate, per query q with S = the selected keys:
 
 The means are **bit-equal** to the original's left-to-right Python `sum`, not merely close:
 
-- int64 values: the sum is exact (float64 matmul while max|v|·n <= 2^53, where every
-  partial sum is an exactly representable integer, so BLAS's summation order cannot
-  matter; int64 arithmetic beyond that), and `float(exact_sum) / |S|` is what Python's
-  `int_sum * 1.0 / |S|` computes;
-- float64 values: a masked `np.cumsum` along the key axis, which NumPy accumulates strictly
-  left to right (unlike `sum`/matmul, which use pairwise or BLAS order), plus 0.0 (Python's
-  sum starts from the int 0, so a sum is never -0.0);
+- int64 values, and float64 values that are all integers: the sum is exact (a float32
+  or float64 BLAS matmul while max|v|·n fits the mantissa, 2^24 or 2^53, so that every
+  partial sum in any order is an exactly representable integer; int64 arithmetic beyond
+  that), and `float(exact_sum) / |S|` is what Python's `int_sum * 1.0 / |S|` computes;
+- other float64 values: a masked `np.cumsum` along the key axis, which NumPy accumulates
+  strictly left to right (unlike `sum`/matmul, which use pairwise or BLAS order), plus
+  0.0 (Python's sum starts from the int 0, so a sum is never -0.0);
 - anything else (mixed int/float rows, big ints, exact-mode Fractions): object arrays
   reduced by Python's own `+`, sequentially, with `semantics.finish_mean`.
 """
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import semantics
-from .columns import FLOAT_EXACT_INT, INT64_MAX, constant, from_objects, max_abs
+from .columns import FLOAT32_EXACT_INT, FLOAT_EXACT_INT, INT64_MAX, constant, from_objects, max_abs
 from .elementwise import compare
 
 
@@ -37,14 +37,21 @@ def select(keys: np.ndarray, queries: np.ndarray, op: str, exact: bool) -> np.nd
 def aggregate(
     sel: np.ndarray, values: np.ndarray, default: Any, reduction: str, exact: bool
 ) -> np.ndarray:
-    """The aggregate column of `values` (b, n) through `sel` (b, n, n)."""
-    count = sel.sum(axis=-1)
-    first = sel.argmax(axis=-1)
-    single = np.take_along_axis(values, first, axis=-1)  # the selected key when |S| = 1
+    """The aggregate column of `values` (b, n) through `sel` (b, n, n); either may have
+    one row standing for the whole batch."""
+    b = max(sel.shape[0], values.shape[0])
+    sel = np.broadcast_to(sel, (b,) + sel.shape[1:])
+    values = np.broadcast_to(values, (b,) + values.shape[1:])
+    counted = _integral_counts_and_sums(sel, values)
+    count, sums = counted if counted is not None else (sel.sum(axis=-1), None)
+    if sums is not None and values.dtype.kind == "i":
+        single = sums  # the sum of one int is that int
+    else:  # the selected key when |S| = 1
+        single = np.take_along_axis(values, sel.argmax(axis=-1), axis=-1)
     none, multi = count == 0, count >= 2
     if not none.any() and not multi.any():
         return single
-    reduced = _reduce(sel, values, count, multi, reduction, exact) if multi.any() else None
+    reduced = _reduce(sel, values, count, sums, multi, reduction, exact) if multi.any() else None
     default_col = constant(default, single.shape, exact=exact)
     if reduced is None or reduced.dtype == single.dtype:
         fill = single if reduced is None else np.where(multi, reduced, single)
@@ -52,39 +59,62 @@ def aggregate(
             return np.where(none, default_col, fill)
     out = single.astype(object)
     if reduced is not None:
-        out[multi] = reduced.astype(object)[multi]
-    out[none] = default_col.astype(object)[none]
+        out[multi] = reduced[multi].astype(object)
+    out[none] = default_col.astype(object)[0, 0]
     return from_objects(out, exact=exact)
 
 
 def _reduce(
-    sel: np.ndarray, values: np.ndarray, count: np.ndarray, multi: np.ndarray,
-    reduction: str, exact: bool,
+    sel: np.ndarray, values: np.ndarray, count: np.ndarray, sums: np.ndarray | None,
+    multi: np.ndarray, reduction: str, exact: bool,
 ) -> np.ndarray:
     """Means (or sums) for every query; only the `multi` entries are used."""
     _check_numeric_rows(values, multi.any(axis=-1), reduction)
     kind = values.dtype.kind
-    n = values.shape[-1]
-    if kind == "i" and max_abs(values) * n <= INT64_MAX:
-        if max_abs(values) * n <= FLOAT_EXACT_INT:
-            sums = np.matmul(sel.astype(np.float64), values.astype(np.float64)[..., None])
-            sums = sums[..., 0].astype(np.int64)
-        else:
+    if kind == "i" or (kind == "f" and not exact):
+        if sums is None and kind == "i" and max_abs(values) * values.shape[-1] <= INT64_MAX:
             sums = np.matmul(sel.astype(np.int64), values[..., None])[..., 0]
-        if reduction == "sum":
-            return sums
-        if not exact:
-            return sums.astype(np.float64) / np.maximum(count, 1)
-        return _finish_objects(sums.astype(object), count, multi, exact)
-    if kind == "f" and not exact:
-        masked = np.where(sel, values[:, None, :], 0.0)
-        sums = np.cumsum(masked, axis=-1)[..., -1] + 0.0
-        return sums if reduction == "sum" else sums / np.maximum(count, 1)
+        if sums is None and kind == "f":
+            masked = np.where(sel, values[:, None, :], 0.0)
+            sums = np.cumsum(masked, axis=-1)[..., -1] + 0.0  # strictly left to right
+        if sums is not None:
+            if reduction == "sum":
+                return sums
+            if not exact:
+                return sums.astype(np.float64) / np.maximum(count, 1)
+            return _finish_objects(sums.astype(object), count, multi, exact)
     masked = np.where(sel, values.astype(object)[:, None, :], 0)
     sums = np.add.reduce(masked, axis=-1) + 0  # sequential for object arrays
     if reduction == "sum":
         return from_objects(sums, exact=exact)
     return _finish_objects(sums, count, multi, exact)
+
+
+def _integral_counts_and_sums(
+    sel: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """|S| and the exact sums of an integer-valued column by one BLAS matmul, or None.
+
+    While max|v|·n fits the float mantissa, every partial sum in any order is an exactly
+    representable integer, so the result equals the left-to-right sum."""
+    if values.dtype.kind not in "if":
+        return None
+    if values.dtype.kind == "f":
+        if not (np.all(np.isfinite(values)) and np.all(values == np.trunc(values))):
+            return None
+        bound = float(np.abs(values).max(initial=0.0)) * values.shape[-1]
+    else:
+        bound = max_abs(values) * values.shape[-1]
+    if bound <= FLOAT32_EXACT_INT:
+        dtype = np.float32
+    elif bound <= FLOAT_EXACT_INT:
+        dtype = np.float64
+    else:
+        return None
+    both = np.stack([np.ones(values.shape, dtype), values.astype(dtype)], axis=-1)
+    out = np.matmul(sel.astype(dtype), both)
+    count, sums = out[..., 0].astype(np.int64), out[..., 1]
+    return count, sums.astype(np.int64) if values.dtype.kind == "i" else sums.astype(np.float64) + 0.0
 
 
 def _finish_objects(

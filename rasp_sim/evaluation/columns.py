@@ -26,6 +26,8 @@ from .. import semantics
 
 INT64_MAX = np.iinfo(np.int64).max
 FLOAT_EXACT_INT = 2**53  # every int of at most this magnitude is an exact float64
+FLOAT32_EXACT_INT = 2**24  # ... an exact float32
+_NUMERIC = {bool, int, float}
 
 
 def from_objects(arr: np.ndarray, *, exact: bool = False) -> np.ndarray:
@@ -50,7 +52,7 @@ def from_objects(arr: np.ndarray, *, exact: bool = False) -> np.ndarray:
             return arr.astype(np.float64)
         elif t is str and not any(s.endswith("\0") for s in flat):
             return arr.astype(str)
-    if arr.ndim == 2:  # s-op values: every row is one input's sequence
+    if arr.ndim == 2 and not types <= _NUMERIC:  # int/float rows always type-check
         for row in arr:
             semantics.sequence_type(row)
     return arr
@@ -78,8 +80,32 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([p.astype(object) for p in parts])
 
 
+def float_view(arr: np.ndarray) -> np.ndarray | None:
+    """An object column of ints and floats as float64, if that is lossless (every int
+    within 2^53), else None. Ops whose result does not depend on which elements were
+    ints (`/`, comparisons, `round`, arithmetic with a float column) use it."""
+    if arr.dtype != object:
+        return None
+    flat = arr.ravel()
+    if not set(map(type, flat)) <= _NUMERIC:
+        return None
+    try:
+        as_float = arr.astype(np.float64)
+    except OverflowError:  # an int beyond float range
+        return None
+    if np.all(np.abs(as_float) < FLOAT_EXACT_INT):  # then every int was below 2^53 too
+        return as_float
+    ints = np.fromiter((type(x) is not float for x in flat), bool, len(flat)).reshape(arr.shape)
+    if np.any(np.abs(as_float[ints]) > FLOAT_EXACT_INT):
+        return None
+    return as_float
+
+
 def truth(arr: np.ndarray) -> np.ndarray | None:
-    """Python truthiness, elementwise, for the fast dtypes; None for object arrays."""
+    """Python truthiness, elementwise, for the fast dtypes; None for other object arrays."""
+    view = float_view(arr)
+    if view is not None:
+        arr = view
     kind = arr.dtype.kind
     if kind == "b":
         return arr

@@ -26,7 +26,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import semantics
-from .columns import FLOAT_EXACT_INT, INT64_MAX, from_objects, max_abs, object_column, truth
+from .columns import (
+    FLOAT_EXACT_INT,
+    INT64_MAX,
+    float_view,
+    from_objects,
+    max_abs,
+    object_column,
+    truth,
+)
 
 _NUMPY_COMPARE = {
     "==": np.equal,
@@ -113,6 +121,8 @@ def _via_unique(fn: Callable[[Any], Any], x: np.ndarray, exact: bool) -> np.ndar
 
 
 def _fast_unary(op: str, x: np.ndarray, exact: bool) -> np.ndarray | None:
+    if op in ("round", "sqrt", "indicator") and x.dtype == object:
+        x = _or_float_view(x)
     kind = x.dtype.kind
     if kind not in "bif":
         return None
@@ -140,7 +150,19 @@ def _fast_unary(op: str, x: np.ndarray, exact: bool) -> np.ndarray | None:
     return None  # exp, log: see the module docstring
 
 
+def _or_float_view(x: np.ndarray) -> np.ndarray:
+    view = float_view(x)
+    return x if view is None else view
+
+
 def _fast_binary(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray | None:
+    # A mixed int/float column may be computed as floats when every result is a float
+    # (or a bool) whichever elements were ints.
+    float_results = op in _NUMPY_COMPARE or op == "/"
+    if a.dtype == object and (float_results or b.dtype.kind == "f"):
+        a = _or_float_view(a)
+    if b.dtype == object and (float_results or a.dtype.kind == "f"):
+        b = _or_float_view(b)
     ka, kb = a.dtype.kind, b.dtype.kind
     if "U" in (ka, kb):
         return _fast_string(op, a, b)
@@ -161,13 +183,24 @@ def _fast_string(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     ka, kb = a.dtype.kind, b.dtype.kind
     if ka == kb == "U":
         if op in _NUMPY_COMPARE:
-            return _NUMPY_COMPARE[op](a, b)
+            return _NUMPY_COMPARE[op](*_string_ranks(a, b))
         if op == "+":
             return np.strings.add(a, b)
         return None
     if op in ("==", "!=") and ka in "bifU" and kb in "bifU":  # str vs number: never equal
         return np.full(np.broadcast_shapes(a.shape, b.shape), op == "!=")
     return None
+
+
+def _string_ranks(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integers ordered like the strings (code point order, as in Python), so that big
+    (batch, n, n) comparisons compare ints: single characters are their code points."""
+    if a.dtype.itemsize == b.dtype.itemsize == 4:
+        return a.view(np.uint32), b.view(np.uint32)
+    both = np.concatenate([a.ravel(), b.ravel()])
+    _, ranks = np.unique(both, return_inverse=True)
+    ranks = ranks.reshape(-1)
+    return ranks[: a.size].reshape(a.shape), ranks[a.size :].reshape(b.shape)
 
 
 def _fast_float_arith(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
