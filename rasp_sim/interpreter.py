@@ -40,7 +40,7 @@ from . import semantics
 from .display import Display, DisplaySettings
 from .parser import parse
 from .environment import BASE_RESERVED, Environment, is_exported
-from .evaluate import evaluate_one
+from .evaluate import evaluate, evaluate_one
 from .errors import (
     RaspError, RaspLoadError, RaspNameError, RaspResourceError, RaspRuntimeError,
     RaspTypeError, Span,
@@ -114,6 +114,9 @@ class Interpreter:
         self.draw_hook: Callable[[graph.SOp, Any], None] | None = None
         self._backup_example: Any = None  # the input of an enclosing `e(input)` (6.14)
         self._checking = repl
+        # Graph values built by each statement being executed (innermost last), with the
+        # application input in force when they were built; checked by `_verify`.
+        self._pending: list[list[tuple[graph.Node, Any]]] = []
         self._depth = 0
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
@@ -223,13 +226,17 @@ class Interpreter:
             method = _STATEMENTS[type(statement)]
         except KeyError:  # pragma: no cover - the parser only builds known nodes
             raise RaspTypeError(f"unknown statement {type(statement).__name__}", statement.span)
+        self._pending.append([])
         try:
             return method(self, statement, env)
         except RaspError as error:
             raise error.with_span(statement.span)
+        finally:
+            self._pending.pop()
 
     def _exec_expr_statement(self, node: ast.ExprStatement, env: Environment) -> list[_Result]:
         value = self._eval(node.expr, env)
+        self._verify()
         if isinstance(value, Applied) and isinstance(node.expr, ast.Call):
             return [_Result("applied", value=value)]
         name = node.expr.id if isinstance(node.expr, ast.Name) else "out"
@@ -237,6 +244,7 @@ class Interpreter:
 
     def _exec_assign(self, node: ast.Assign, env: Environment) -> list[_Result]:
         values = [self._eval(v, env) for v in node.values]
+        self._verify()
         value: Any = values[0] if len(values) == 1 else values
         if len(node.names) == 1:
             pairs = [(node.names[0], value)]
@@ -269,6 +277,7 @@ class Interpreter:
 
     def _exec_for(self, node: ast.For, env: Environment) -> list[_Result]:
         iterable = self._eval(node.iterable, env)
+        self._verify()
         if not isinstance(iterable, (list, dict)):
             raise RaspTypeError(
                 f"for loop needs to iterate over a list or dict, but got: {describe(iterable)}"
@@ -286,6 +295,7 @@ class Interpreter:
     def _exec_draw(self, node: ast.Draw, env: Environment) -> list[_Result]:
         example = self.sop_example if node.input is None else self._eval(node.input, env)
         value = self._with_backup(example, lambda: self._eval(node.expr, env))
+        self._verify()
         if not isinstance(value, graph.SOp):
             raise RaspTypeError(f"draw expects s-op, got: {describe(value, 40)}")
         _require_iterable(example, "draw")
@@ -297,6 +307,7 @@ class Interpreter:
     def _exec_set_example(self, node: ast.SetExample, env: Environment) -> list[_Result]:
         # The original evaluates the example in the top-level scope, even inside a file.
         example = self._eval(node.example, self.top)
+        self._verify()
         if not isinstance(example, (str, list, dict)):
             raise RaspTypeError(f"example not iterable: {example}")
         if node.target in ("both", "s-op"):
@@ -389,28 +400,44 @@ class Interpreter:
         try:
             value = _EXPRESSIONS[type(expr)](self, expr, env)
             if self._checking and is_graph(value):
-                self._check(value)
+                self._pending[-1].append((value, self._backup_example))
         except RaspError as error:
             raise error.with_span(expr.span)
         if not (isinstance(value, Applied) and isinstance(expr, ast.Call)):
             env.set_out(value)
         return value
 
-    def _check(self, node: graph.Node) -> None:
-        """The definition check (6.14): the node must evaluate on the input of an enclosing
-        application, or failing that on the running example."""
-        if self._backup_example is not None:
+    def _verify(self) -> None:
+        """The definition check (6.14) of the graph values the current statement built,
+        run before the statement has any effect.
+
+        The original checks each subexpression as soon as it is built; checking them
+        together at the end of the statement (and of each statement in a function body
+        or loop) accepts and rejects the same statements, and evaluates the shared graph
+        once instead of once per subexpression. A value built inside `e(input)` passes if
+        it evaluates on `input` or, failing that, on the running example."""
+        if not self._checking:
+            return
+        pending, self._pending[-1] = self._pending[-1], []
+        unique = list({id(node): (node, backup) for node, backup in pending}.values())
+        self._check_on([node for node, backup in unique if backup is None], self.sop_example)
+        for node, backup in unique:  # rare: built inside an application
+            if backup is None:
+                continue
             try:
-                self._run_graph(node, self._backup_example)
-                return
-            except RaspError:
-                pass
-        example = self.sop_example
-        if example is None:
+                self._check_on([node], backup)
+            except RaspError as on_input:
+                try:
+                    self._check_on([node], self.sop_example)
+                except RaspError:
+                    raise on_input from None
+
+    def _check_on(self, nodes: list[graph.Node], example: Any) -> None:
+        if not nodes or example is None:
             return
         if len(example) == 0:
-            raise RaspRuntimeError("the running example is empty")
-        self._run_graph(node, example)
+            raise RaspRuntimeError("the running example is empty: every s-op fails on it")
+        evaluate(nodes, [_as_input(example)], exact=self.exact)
 
     def _with_backup(self, example: Any, compute: Callable[[], Any]) -> Any:
         saved, self._backup_example = self._backup_example, example
