@@ -24,15 +24,15 @@ from `rasp_sim.semantics`; evaluation of graph nodes from `rasp_sim.evaluate`.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.resources
 import os
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from . import ast
 from . import graph
@@ -120,8 +120,6 @@ class Interpreter:
         self._depth = 0
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
-        if sys.getrecursionlimit() < _PYTHON_RECURSION_LIMIT:
-            sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
         self._make_environments()
 
     # ------------------------------------------------------------------ environments
@@ -187,7 +185,8 @@ class Interpreter:
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and display what it produced."""
         try:
-            results = self._exec(statement, self.top)
+            with _recursion_limit(_PYTHON_RECURSION_LIMIT):
+                results = self._exec(statement, self.top)
         except _Exit:
             self.exit_requested = True
             return
@@ -834,6 +833,17 @@ class Interpreter:
             )
         for name, value in zip(names, item):
             env.bind(name, value)
+
+
+@contextlib.contextmanager
+def _recursion_limit(limit: int) -> Iterator[None]:
+    """Raise Python's recursion limit while a statement runs (restored afterwards)."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 def _arity(name: str, args: list, expected: int) -> None:
