@@ -203,16 +203,21 @@ class _Builder(Transformer_NonRecursive):
 
     # ---- expressions
     def integer(self, meta, children):
-        return ast.IntLiteral(int(children[0]), self._span(meta))
+        tok = children[0]
+        try:
+            value = int(tok)
+        except ValueError:      # longer than sys.get_int_max_str_digits()
+            raise self._reject(f"integer literal with {len(tok)} digits is too long", tok)
+        return ast.IntLiteral(value, self._span(meta))
 
     def float(self, meta, children):
         tok = children[0]
         if self.strict and tok.type == "FLOAT_EXP":
-            digits = tok.value.rstrip("0123456789+-").rstrip("eE")
+            mantissa = tok.value[:tok.value.lower().index("e")]
             raise self._reject(
                 f"float literal '{tok}' with an exponent is an extension (strict mode): "
-                f"the original reads '{digits}' followed by the name "
-                f"'{tok.value[len(digits):]}'", tok)
+                f"the original reads '{mantissa}' followed by '{tok.value[len(mantissa):]}'",
+                tok)
         return ast.FloatLiteral(float(tok), str(tok), self._span(meta))
 
     def string(self, meta, children):

@@ -57,11 +57,16 @@ def syntax_error(exc: UnexpectedInput, text: str, file: str) -> RaspSyntaxError:
     """The `RaspSyntaxError` for a Lark parse error `exc` in `text`."""
     if isinstance(exc, UnexpectedCharacters):
         return _bad_character(exc, text, file)
+    # LALR's own `expected` merges the lookaheads of similar states (after `[1, 2` it
+    # lists ';'); `accepts` replays the parser and lists exactly what could come next.
+    if isinstance(exc, UnexpectedToken):
+        expected = set(exc.accepts or exc.expected)
+    else:
+        expected = set(getattr(exc, "expected", ()) or ())
     if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
         tok = exc.token
         span = Span(file, tok.line, tok.column, tok.end_line, tok.end_column)
-        return RaspSyntaxError(_unexpected_token(tok, set(exc.expected), text), span)
-    expected = set(getattr(exc, "expected", ()) or ())
+        return RaspSyntaxError(_unexpected_token(tok, expected, text), span)
     message = "unexpected end of input"
     if "SEMICOLON" in expected:
         message += ": missing ';'"
@@ -100,9 +105,11 @@ def _unexpected_token(tok: Token, expected: set[str], text: str) -> str:
     kind, value = tok.type, str(tok)
     found = _describe_token(tok)
     before = _previous_char(text, tok.start_pos)
+    if kind == "_COMMENT" and "SEMICOLON" in expected:
+        return "missing ';' before the comment"
     if kind == "_COMMENT":
         return "unexpected comment: a comment can only stand between statements, not inside one"
-    if kind == "RETURN":
+    if kind == "RETURN" and "DEF" in expected:
         return "'return' is only allowed as the last statement of a function body"
     if kind in _REPL_STARTS and "DEF" in expected:
         return (f"'{value}' starts a REPL statement, which is only allowed at top level, "
@@ -125,6 +132,11 @@ def _unexpected_token(tok: Token, expected: set[str], text: str) -> str:
         return f"'{before}=' is not an operator: write x = x {before} ...;"
     if kind == "EQUAL":
         return "unexpected '=': only names can be assigned (a, b = ...;); comparison is '=='"
+    if kind == "ID" and tok.start_pos and text[tok.start_pos - 1].isdigit():
+        number = text[:tok.start_pos].rstrip("0123456789.")
+        number = text[len(number):tok.end_pos]
+        return (f"'{number}' is not a number: RASP numbers are decimal digits, "
+                "optionally with '.' and more digits")
     if kind == "ID" and value == "is" and expected & _BINARY_OPERATORS:
         return "'is' is not an operator: use '=='"
     if kind in _SELECT_OPERATORS and "ID" in expected:
@@ -161,6 +173,9 @@ def _describe_expected(expected: set[str]) -> str:
     if "DEF" in rest:
         groups.append("a statement")
         rest -= _STATEMENT_STARTS
+    if len(rest) >= 3 and rest <= _SELECT_OPERATORS:
+        groups.append("a comparison operator (== != < > <= >=)")
+        rest = set()
     if len(rest & _BINARY_OPERATORS) >= 3:
         groups.append("an operator")
         rest -= _BINARY_OPERATORS | {"LPAR", "LSQB"}
