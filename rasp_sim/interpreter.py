@@ -116,7 +116,7 @@ class Interpreter:
         self._checking = repl
         # Graph values built by each statement being executed (innermost last), with the
         # application input in force when they were built; checked by `_verify`.
-        self._pending: list[list[tuple[graph.Node, Any]]] = []
+        self._pending: list[list[tuple[graph.Node, Any, Span]]] = []
         self._depth = 0
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
@@ -399,7 +399,7 @@ class Interpreter:
         try:
             value = _EXPRESSIONS[type(expr)](self, expr, env)
             if self._checking and is_graph(value):
-                self._pending[-1].append((value, self._backup_example))
+                self._pending[-1].append((value, self._backup_example, expr.span))
         except RaspError as error:
             raise error.with_span(expr.span)
         if not (isinstance(value, Applied) and isinstance(expr, ast.Call)):
@@ -418,25 +418,41 @@ class Interpreter:
         if not self._checking:
             return
         pending, self._pending[-1] = self._pending[-1], []
-        unique = list({id(node): (node, backup) for node, backup in pending}.values())
-        self._check_on([node for node, backup in unique if backup is None], self.sop_example)
-        for node, backup in unique:  # rare: built inside an application
-            if backup is None:
+        first: dict[int, tuple[graph.Node, Any, Span]] = {}
+        for entry in pending:
+            first.setdefault(id(entry[0]), entry)
+        unique = list(first.values())
+        self._check_on([e for e in unique if e[1] is None], self.sop_example)
+        for entry in unique:  # rare: built inside an application
+            if entry[1] is None:
                 continue
             try:
-                self._check_on([node], backup)
+                self._check_on([entry], entry[1])
             except RaspError as on_input:
                 try:
-                    self._check_on([node], self.sop_example)
+                    self._check_on([entry], self.sop_example)
                 except RaspError:
                     raise on_input from None
 
-    def _check_on(self, nodes: list[graph.Node], example: Any) -> None:
-        if not nodes or example is None:
+    def _check_on(self, entries: list[tuple[graph.Node, Any, Span]], example: Any) -> None:
+        """Evaluate the entries' nodes on `example`. A failure in a node without a span
+        (a base value such as `tokens_int`) is located at the first expression whose
+        value fails on its own."""
+        if not entries or example is None:
             return
         if len(example) == 0:
             raise RaspRuntimeError("the running example is empty: every s-op fails on it")
-        evaluate(nodes, [_as_input(example)], exact=self.exact)
+        example = _as_input(example)
+        try:
+            evaluate([e[0] for e in entries], [example], exact=self.exact)
+        except RaspError as error:
+            if error.span is None:
+                for node, _, span in entries:
+                    try:
+                        evaluate([node], [example], exact=self.exact)
+                    except RaspError:
+                        raise error.with_span(span) from None
+            raise
 
     def _with_backup(self, example: Any, compute: Callable[[], Any]) -> Any:
         saved, self._backup_example = self._backup_example, example

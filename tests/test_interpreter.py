@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from rasp_sim import graph
-from rasp_sim.errors import RaspError, RaspNameError, RaspRuntimeError, RaspTypeError
+from rasp_sim.errors import RaspNameError, RaspRuntimeError, RaspTypeError
 
 from .interp_helpers import on, run, sop, value
 
@@ -89,15 +89,6 @@ def test_and_or_evaluate_both_operands() -> None:
     assert (info.value.span.line, info.value.span.column) == (1, 15)
 
 
-def test_type_error_on_mixed_atoms_has_location() -> None:
-    with pytest.raises(RaspTypeError, match=r"cannot apply \+") as info:
-        run('y = 1;\nx = "a" + 1;')
-    assert (info.value.span.line, info.value.span.column) == (2, 5)
-
-
-def test_overflow_is_a_runtime_error() -> None:
-    with pytest.raises(RaspRuntimeError, match="out of range"):
-        run("x = 2.718 ^ 1000.0;")
 
 
 # ----------------------------------------------------------------- elementwise (6.3)
@@ -130,10 +121,6 @@ def test_indicator_and_round() -> None:
     assert sop('x = indicator(tokens == "a");', "aba") == [1, 0, 1]
     assert sop("x = round(tokens_float);", ["0.5", "1.5", "2.5", "-0.5"]) == [0, 2, 2, 0]
 
-
-def test_indicator_rejects_atoms() -> None:
-    with pytest.raises(RaspTypeError, match="indicator operator expects s-op, got: True"):
-        run("x = indicator(3 > 1);")
 
 
 def test_not_equal_extension() -> None:
@@ -177,11 +164,6 @@ def test_selector_with_non_selector_is_an_error() -> None:
         run("x = True or select(indices, indices, <);")
 
 
-def test_arithmetic_on_selectors_is_an_error() -> None:
-    with pytest.raises(RaspTypeError, match=r"Cannot apply \+ to selector\(s\)") as info:
-        run("s = select(indices, indices, <);\nx = s + 1;")
-    assert info.value.span.line == 2
-
 
 def test_aggregate_rules() -> None:
     sel = "s = select(indices, indices, <);"
@@ -194,10 +176,6 @@ def test_aggregate_single_values_pass_unchanged() -> None:
     result = sop('x = aggregate(select(indices, indices, ==), tokens, "");', "ab")
     assert result == ["a", "b"]
 
-
-def test_aggregate_default_must_be_an_atom() -> None:
-    with pytest.raises(RaspTypeError, match="Expected atom, got: tokens"):
-        run("x = aggregate(select(indices, indices, ==), tokens_int, tokens);")
 
 
 def test_aggregate_needs_a_selector() -> None:
@@ -234,30 +212,17 @@ def test_list_and_string_indexing() -> None:
     assert value('x = "abc"[1];') == "b"
 
 
-def test_index_out_of_range() -> None:
-    with pytest.raises(RaspTypeError, match="index 5 out of range for list of length 2") as info:
-        run("x = [1, 2][5];")
-    assert (info.value.span.line, info.value.span.column) == (1, 5)
-
 
 def test_list_and_dict_indexed_by_sop_are_lookups() -> None:
     assert sop('x = ["a", "b", "c"][tokens_int];', [2, 0]) == ["c", "a"]
     assert sop('x = {"a": 1, "b": 2}[tokens];', "bab") == [2, 1, 2]
 
 
-def test_dict_missing_key() -> None:
-    with pytest.raises(RaspTypeError, match=r'index \[ "k" \] not in dict.'):
-        run('x = {"a": 1}["k"];')
-
 
 def test_sop_indexed_by_int_broadcasts() -> None:
     assert sop("x = tokens_int[1];", [5, 7, 9]) == [7, 7, 7]
     assert sop("x = tokens_int[-1];", [5, 7, 9]) == [9, 9, 9]
 
-
-def test_sop_indexed_by_sop_is_an_error() -> None:
-    with pytest.raises(RaspTypeError, match="index into sequence has to be integer"):
-        run("x = tokens[indices];")
 
 
 # ---------------------------------------------------------------------- membership (6.8)
@@ -372,11 +337,6 @@ def test_functions_are_first_class() -> None:
     assert value(text) == 3
 
 
-def test_wrong_arity() -> None:
-    with pytest.raises(RaspTypeError, match=r"wrong number of args for g- expected: 2, got: 1\.") as info:
-        run("def g(a, b) { return a; }\nx = g(1);")
-    assert (info.value.span.line, info.value.span.column) == (2, 5)
-
 
 def test_each_call_has_a_fresh_scope() -> None:
     interpreter = run("def f(a) { inner = a; return inner; } x = f(1);")
@@ -408,11 +368,6 @@ def test_fresh_selectors_per_call() -> None:
     assert interpreter.lookup("a") is not interpreter.lookup("b")
 
 
-def test_infinite_recursion_is_a_resource_error() -> None:
-    with pytest.raises(RaspError, match="recursion depth") as info:
-        run("def forever(n) { return forever(n + 1); }\nx = forever(0);")
-    assert "forever" in str(info.value) and info.value.span is not None
-
 
 # -------------------------------------------------------------- reserved names (5.1, 6.13)
 
@@ -429,11 +384,6 @@ def test_reserved_names_cannot_be_assigned(name: str) -> None:
 def test_tokens_is_an_ordinary_variable() -> None:
     assert sop("tokens = tokens_int; x = tokens + 1;", [1, 2]) == [2, 3]
 
-
-def test_undefined_variable() -> None:
-    with pytest.raises(RaspNameError, match="Undefined variable: nope") as info:
-        run("x = 1;\ny = 2 + nope;")
-    assert (info.value.span.line, info.value.span.column) == (2, 9)
 
 
 # ----------------------------------------------------------------------------- out (6.14)

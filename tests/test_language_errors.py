@@ -1,0 +1,90 @@
+"""Bad input gives a RaspError with a clear message and the location at fault
+(LANGUAGE.md section 9; rasp-sim's errors carry file:line:column).
+
+Each case: program text, error class, message pattern, and the (line, column) of the
+node at fault, counted by hand. REPL-mode cases are rejected by the definition check
+against the running example; the others already when the statement runs.
+"""
+from __future__ import annotations
+
+import pytest
+
+from rasp_sim.errors import (
+    RaspError, RaspNameError, RaspResourceError, RaspRuntimeError, RaspSyntaxError,
+    RaspTypeError,
+)
+
+from .interp_helpers import run
+
+CASES = [
+    # syntax errors (the parser's; the interpreter passes them through)
+    ("x = 1 +;", RaspSyntaxError, "expected an expression", (1, 8), False),
+    ("x = 'a';", RaspSyntaxError, "single quotes", (1, 5), False),
+    ("def f(off) { return 1; }", RaspSyntaxError, "'off' is a keyword", (1, 7), False),
+    # unknown names
+    ("y = 1;\nx = y + nope;", RaspNameError, "Undefined variable: nope", (2, 9), False),
+    ("x = aggregate (select(1, 1, ==), 1);", None, None, None, False),  # extension: fine
+    # wrong arity
+    ("def g(a, b) { return a; }\nx = g(1);", RaspTypeError,
+     r"wrong number of args for g- expected: 2, got: 1\.", (2, 5), False),
+    # type errors
+    ('x = "a" + 1;', RaspTypeError, r"cannot apply \+ to 'a' \(str\) and 1 \(int\)", (1, 5), False),
+    ('x = "a" < 1;', RaspTypeError, "cannot apply <", (1, 5), False),
+    ("s = select(indices, indices, <);\nx = s + 1;", RaspTypeError,
+     r"Cannot apply \+ to selector\(s\)", (2, 5), False),
+    ("x = not select(1, 1, ==) or tokens;", RaspTypeError,
+     "Cannot apply and/or between selector and non-selector", (1, 5), False),
+    ("x = aggregate(select(1, 1, ==), tokens);", RaspRuntimeError,
+     "asked to average multiple values, but they are non-numbers", (1, 5), True),
+    ('x = tokens < 1;', RaspTypeError, "cannot apply <", (1, 5), True),
+    ('set example [1, 2]\nx = tokens_int if indices == 0 else "a";', RaspTypeError,
+     "vals of different types", (2, 5), True),
+    ("x = indicator(1);", RaspTypeError, "indicator operator expects s-op, got: 1", (1, 5), False),
+    ("x = aggregate(select(1, 1, ==), 1, tokens);", RaspTypeError,
+     "Expected atom, got: tokens", (1, 5), False),
+    # runtime errors
+    ("x = 1 / 0;", RaspRuntimeError, "division by zero", (1, 5), False),
+    ("x = 1 / (indices - 1);", RaspRuntimeError, "division by zero", (1, 5), True),
+    ("x = tokens_int;", RaspRuntimeError, "invalid literal for int", (1, 5), True),
+    ("x = 2.718 ^ 1000.0;", RaspRuntimeError, "out of range", (1, 5), False),
+    # indexing
+    ("x = [1, 2][5];", RaspTypeError, "index 5 out of range for list of length 2", (1, 5), False),
+    ('x = {"a": 1}["b"];', RaspTypeError, r'index \[ "b" \] not in dict\.', (1, 5), False),
+    ("x = tokens[tokens];", RaspTypeError, "index into sequence has to be integer", (1, 5), False),
+    # reserved names
+    ("indices = 1;", RaspNameError, "Cannot set reserved name: indices", (1, 1), False),
+    ("x = 1;\nout = 2;", RaspNameError, "Cannot set reserved name: out", (2, 1), False),
+    ("length = 2;", RaspNameError, "Cannot set reserved name: length", (1, 1), False),
+    ("a, True = 1, 2;", RaspNameError, "Cannot set reserved name: True", (1, 1), False),
+    # multi-assignment
+    ("a, b, c = 1, 2;", RaspTypeError, "expected 3 values, but got: 2", (1, 1), False),
+    # built-ins
+    ("x = range(1.5);", RaspTypeError, "range expects all integer inputs", (1, 5), False),
+    ('x = len("ab");', RaspTypeError, "attempting to compute length of non-list", (1, 5), False),
+    # infinite recursion
+    ("def forever(n) { return forever(n + 1); }\nx = forever(0);", RaspResourceError,
+     r"maximum recursion depth \(1000 calls\) exceeded in function forever \(defined at t.rasp:1:1\)",
+     (1, 25), False),
+]
+
+
+@pytest.mark.parametrize("text, error, message, location, repl", CASES)
+def test_bad_input(text: str, error: type, message: str, location: tuple, repl: bool) -> None:
+    if error is None:
+        run(text, repl=repl)
+        return
+    with pytest.raises(error, match=message) as info:
+        run(text, repl=repl)
+    span = info.value.span
+    assert span is not None and span.file == "t.rasp"
+    assert (span.line, span.column) == location
+
+
+def test_error_format_shows_location_and_caret() -> None:
+    with pytest.raises(RaspError) as info:
+        run("def g(a, b) { return a; }\nx = g(1);")
+    assert info.value.format() == (
+        "t.rasp:2:5: type error: wrong number of args for g- expected: 2, got: 1.\n"
+        "    x = g(1);\n"
+        "        ^^^^"
+    )
