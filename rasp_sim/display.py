@@ -55,10 +55,11 @@ def selector_lines(example: Any, matrix: list[list[bool]], prefix: str = "") -> 
     return lines
 
 
-def full_sequence_lines(example: Any, values: list, prefix: str = "") -> list[str]:
-    """`full seq display on`: input and output rows, right-aligned to a common width."""
+def full_sequence_lines(example: Any, values: list, lead: str, prefix: str = "") -> list[str]:
+    """`full seq display on`: `lead`, then input and output rows right-aligned to a
+    common width; all-equal values on the lead line instead."""
     if len(set(values)) == 1:
-        return [f"{prefix} {sequence_text(values)} [skipped full display: identical values]"]
+        return [f"{lead} {sequence_text(values)} [skipped full display: identical values]"]
 
     def cells(seq: list) -> list[str]:
         if seq and isinstance(seq[0], bool):  # mark the rarer value only
@@ -75,6 +76,7 @@ def full_sequence_lines(example: Any, values: list, prefix: str = "") -> list[st
         return " ".join(c.rjust(width) for c in cs)
 
     return [
+        lead,
         f"{prefix} \t\tinput:   {row(ins)} \t ({sequence_type(example)}s)",
         f"{prefix} \t\toutput:  {row(outs)} \t ({sequence_type(values)}s)",
     ]
@@ -98,8 +100,10 @@ class Display:
             if self.settings.sop_examples and self.sop_example is not None:
                 values = self.run(value, self.sop_example)
                 if self.settings.full_seq:
-                    lines.append(f"{pre} \t Example: {name}({quote(self.sop_example)}) =")
-                    lines += full_sequence_lines(self.selector_example, values, pre)
+                    lead = f"{pre} \t Example:"
+                    if len(set(values)) == 1:
+                        lead += f" {name}({quote(self.sop_example)}) ="
+                    lines += full_sequence_lines(self.sop_example, values, lead, pre)
                 else:
                     lines.append(
                         f"{pre} \t Example: {name}({quote(self.sop_example)}) = "
@@ -142,7 +146,7 @@ class Display:
         if value.kind == "selector":
             return ["\t = "] + selector_lines(value.input, list(value))
         if self.settings.full_seq:
-            return ["\t = "] + full_sequence_lines(value.input, list(value))
+            return full_sequence_lines(value.input, list(value), "\t = ")
         return ["\t =  " + sequence_text(list(value))]
 
     def example(self, target: str) -> list[str]:

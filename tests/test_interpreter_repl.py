@@ -140,3 +140,61 @@ def test_loops_print_nothing() -> None:
 def test_exit_stops_the_program() -> None:
     interpreter = repl("x = 1;\nexit\nx = 2;")
     assert interpreter.exit_requested and interpreter.lookup("x") == 1
+
+
+def test_full_seq_display() -> None:
+    interpreter = repl("full seq display on\nset example [1, 2, 2]\nx = tokens_int + 1;\nz = length;")
+    assert interpreter.lines == [
+        "     s-op: x",
+        " \t Example:",
+        " \t\tinput:   1 2 2 \t (ints)",
+        " \t\toutput:  2 3 3 \t (ints)",
+        "     s-op: z",
+        " \t Example: z([1, 2, 2]) = [3]*3 (ints) [skipped full display: identical values]",
+    ]
+
+
+def test_lists_holding_sops_are_expanded() -> None:
+    interpreter = repl("examples off\nl = [indices, 1];")
+    assert interpreter.lines == [
+        "     list: l =  [",
+        "\t\t     s-op: indices",
+        "\t\t    value:  1",
+        "               ]",
+    ]
+
+
+def test_application_and_draw_display() -> None:
+    drawn = []
+    interpreter = repl()
+    interpreter.draw_hook = lambda node, example: drawn.append((node, example))
+    interpreter.run_source('select(indices, indices, ==)("ab");\ndraw(tokens_int * 2, [5, 6]);', "<repl>")
+    assert interpreter.lines == [
+        "\t = ",
+        " \t\t\t     a b",
+        " \t\t\t a | 1  ",
+        " \t\t\t b |   1",
+        "\t =  [10, 12] (ints)",
+    ]
+    assert drawn[0][1] == [5, 6] and drawn[0][0].op == "*"
+
+
+def test_draw_needs_an_sop() -> None:
+    with pytest.raises(RaspTypeError, match="draw expects s-op"):
+        repl("draw(select(1, 1, ==));")
+
+
+def test_exit_in_a_loaded_file_ends_only_the_load(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stop.rasp").write_text("a = 1;\nexit\nb = 2;\n")
+    interpreter = repl('load "stop";\nc = 3;')
+    assert interpreter.lookup("a") == 1 and interpreter.lookup("c") == 3
+    assert not interpreter.exit_requested
+    with pytest.raises(RaspNameError):
+        interpreter.lookup("b")
+
+
+def test_set_example_in_a_file_reads_the_top_scope(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ex.rasp").write_text("set example mine\n")
+    assert repl('mine = [7, 8];\nload "ex";').sop_example == [7, 8]
