@@ -2,6 +2,7 @@
 messages, strict mode (10.2), the REPL's completeness check, and random programs."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -520,39 +521,59 @@ def test_spans_of_nested_nodes_in_a_multi_line_program():
     assert index.index.span == Span("prog.rasp", 4, 10, 4, 11)
 
 
-def _all_nodes(node):
-    """Every AST node under `node` (statements and expressions)."""
-    import dataclasses
+def _nodes_with_parents(node, parent=None):
+    """(node, parent node) for every AST node under `node`."""
     if dataclasses.is_dataclass(node) and not isinstance(node, Span):
-        yield node
+        yield node, parent
         for field in dataclasses.fields(node):
-            yield from _all_nodes(getattr(node, field.name))
+            yield from _nodes_with_parents(getattr(node, field.name), node)
     elif isinstance(node, tuple):
         for item in node:
-            yield from _all_nodes(item)
+            yield from _nodes_with_parents(item, parent)
+
+
+def _start(span: Span) -> tuple[int, int]:
+    return span.line, span.column
+
+
+def _end(span: Span) -> tuple[int, int]:
+    return span.end_line, span.end_column
 
 
 def test_every_node_has_a_span_inside_its_parent():
     program = parse(REALISTIC_PROGRAM, file="sort.rasp")
     lines = REALISTIC_PROGRAM.splitlines()
-    for node in _all_nodes(program.statements):
+    count = 0
+    for node, parent in _nodes_with_parents(program.statements):
+        count += 1
         span = node.span
         assert span.file == "sort.rasp"
-        assert (span.line, span.column) < (span.end_line, span.end_column)
-        assert lines[span.line - 1][span.column - 1:].strip(), node
+        assert _start(span) < _end(span)
+        assert not lines[span.line - 1][span.column - 1].isspace(), node
+        if parent is not None:
+            assert _start(parent.span) <= _start(span) and _end(span) <= _end(parent.span)
+    assert count > 100     # the walk really visits the tree
 
 
 def test_span_text_of_leaves():
     program = parse(REALISTIC_PROGRAM)
     lines = REALISTIC_PROGRAM.splitlines()
-    for node in _all_nodes(program.statements):
-        if isinstance(node, (ast.Name, ast.IntLiteral, ast.FloatLiteral, ast.StringLiteral)):
-            span = node.span
-            text = lines[span.line - 1][span.column - 1:span.end_column - 1]
-            expected = {ast.Name: lambda n: n.id, ast.IntLiteral: lambda n: text,
-                        ast.FloatLiteral: lambda n: n.text,
-                        ast.StringLiteral: lambda n: f'"{n.value}"'}[type(node)](node)
-            assert text == expected
+    leaves = 0
+    for node, _ in _nodes_with_parents(program.statements):
+        span = node.span
+        text = lines[span.line - 1][span.column - 1:span.end_column - 1]
+        if isinstance(node, ast.Name):
+            assert text == node.id
+        elif isinstance(node, ast.IntLiteral):
+            assert int(text) == node.value
+        elif isinstance(node, ast.FloatLiteral):
+            assert text == node.text
+        elif isinstance(node, ast.StringLiteral):
+            assert text == f'"{node.value}"'
+        else:
+            continue
+        leaves += 1
+    assert leaves > 50
 
 
 def test_error_format_shows_the_line_and_a_caret():
