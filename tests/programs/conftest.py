@@ -1,0 +1,5 @@
+"""Put tests/programs/ on sys.path so the library tests can import `lib_refs`."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
