@@ -37,10 +37,11 @@ from typing import Any, Callable, Iterator, TextIO
 from . import ast
 from . import graph
 from . import semantics
+from .definition_check import DefinitionCheck
 from .display import Display, DisplaySettings
 from .parser import parse
 from .environment import BASE_RESERVED, Environment, is_exported
-from .evaluate import evaluate, evaluate_one
+from .evaluate import evaluate_one
 from .errors import (
     RaspError, RaspLoadError, RaspNameError, RaspResourceError, RaspRuntimeError,
     RaspTypeError, Span,
@@ -117,6 +118,8 @@ class Interpreter:
         # Graph values built by each statement being executed (innermost last), with the
         # application input in force when they were built; checked by `_verify`.
         self._pending: list[list[tuple[graph.Node, Any, Span]]] = []
+        self._main_check = DefinitionCheck(exact=exact)
+        self._input_check = DefinitionCheck(exact=exact)
         self._depth = 0
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
@@ -215,7 +218,10 @@ class Interpreter:
             self._write(line)
 
     def _run_graph(self, node: graph.Node, example: Any) -> list:
-        """`node`'s values on one input: a list of atoms, or rows of bools."""
+        """`node`'s values on one input: a list of atoms, or rows of bools. On the
+        running example, the definition check's known values are reused."""
+        if example is self.sop_example:
+            return self._main_check.values(node, example)
         return evaluate_one(node, _as_input(example), exact=self.exact)
 
     # ------------------------------------------------------------------ statements
@@ -435,24 +441,9 @@ class Interpreter:
                     raise on_input from None
 
     def _check_on(self, entries: list[tuple[graph.Node, Any, Span]], example: Any) -> None:
-        """Evaluate the entries' nodes on `example`. A failure in a node without a span
-        (a base value such as `tokens_int`) is located at the first expression whose
-        value fails on its own."""
-        if not entries or example is None:
-            return
-        if len(example) == 0:
-            raise RaspRuntimeError("the running example is empty: every s-op fails on it")
-        example = _as_input(example)
-        try:
-            evaluate([e[0] for e in entries], [example], exact=self.exact)
-        except RaspError as error:
-            if error.span is None:
-                for node, _, span in entries:
-                    try:
-                        evaluate([node], [example], exact=self.exact)
-                    except RaspError:
-                        raise error.with_span(span) from None
-            raise
+        if entries and example is not None:
+            checker = self._main_check if example is self.sop_example else self._input_check
+            checker.check([(node, span) for node, _, span in entries], example)
 
     def _with_backup(self, example: Any, compute: Callable[[], Any]) -> Any:
         saved, self._backup_example = self._backup_example, example
