@@ -210,7 +210,7 @@ class _Builder(Transformer_NonRecursive):
             raise self._reject(f"integer literal with {len(tok)} digits is too long", tok)
         return ast.IntLiteral(value, self._span(meta))
 
-    def float(self, meta, children):
+    def float_literal(self, meta, children):
         tok = children[0]
         if self.strict and tok.type == "FLOAT_EXP":
             mantissa = tok.value[:tok.value.lower().index("e")]
@@ -268,10 +268,10 @@ class _Builder(Transformer_NonRecursive):
                 "the original needs 'select(' with no space before '('", op)
         return ast.Select(args[0], args[1], str(op), self._span(meta))
 
-    def list(self, meta, children):
+    def list_literal(self, meta, children):
         return ast.ListLiteral(children[0] or (), self._span(meta))
 
-    def dict(self, meta, children):
+    def dict_literal(self, meta, children):
         return ast.DictLiteral(children[0] or (), self._span(meta))
 
     def list_comprehension(self, meta, children):
@@ -323,7 +323,7 @@ def parse(text: str, file: str = "<input>", *, strict: bool = False) -> ast.Prog
 
 
 def parse_expression(text: str, file: str = "<input>", *, strict: bool = False) -> ast.Expr:
-    """Parse a single expression, e.g. a CLI `--input` or a REPL `show` argument."""
+    """Parse a single expression (e.g. a value given on the command line)."""
     return _run(text, file, strict, "expression_only")
 
 
