@@ -6,7 +6,7 @@ Public API:
   - `exact`: float literals are Fractions and atom arithmetic is exact (`1/3*3 == 1`);
   - `strict`: no extensions (`exp`, `sum`, `aggregate (` ...: "Undefined variable");
   - `repl`: REPL mode (LANGUAGE.md 6.14): every s-op/selector subexpression is checked
-    on the running example at once, a failing definition is not bound, and every
+    on the running example, a failing definition is not bound, and every
     statement displays its result; otherwise *run mode*: no check, and only expression
     statements, `draw` and `show example` display;
   - `output`: a callable taking one line of text, or a stream with `write`; default stdout;
@@ -19,8 +19,10 @@ Public API:
 - `sop_example`, `selector_example`: the running examples; `exit_requested` after `exit`.
 - `draw_hook`: optional callable `(sop, input)` called by `draw(...)` statements.
 
-Every RaspError raised carries the span of the AST node at fault. The atom rules come
-from `rasp_sim.semantics`; evaluation of graph nodes from `rasp_sim.evaluate`.
+Every RaspError raised carries the span of the AST node at fault. The atom and operator
+rules come from `rasp_sim.semantics` and `rasp_sim.operations`; evaluation of
+graph nodes from `rasp_sim.evaluate`; the REPL's incremental definition check from
+`rasp_sim.definition_check`.
 """
 from __future__ import annotations
 
@@ -36,30 +38,23 @@ from typing import Any, Callable, Iterator, TextIO
 
 from . import ast
 from . import graph
-from . import semantics
+from . import operations
 from .definition_check import DefinitionCheck
 from .display import Display, DisplaySettings
-from .parser import parse
 from .environment import BASE_RESERVED, Environment, is_exported
-from .evaluate import evaluate_one
 from .errors import (
-    RaspError, RaspLoadError, RaspNameError, RaspResourceError, RaspRuntimeError,
-    RaspTypeError, Span,
+    RaspError, RaspLoadError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span,
 )
+from .evaluate import evaluate_one
+from .parser import parse
 from .values import (
     Applied, Function, describe, is_atom, is_graph, kind_name, set_display_name,
 )
-
-# Names the extensions give meaning to when the program has not bound them (10.2, 10.3).
-EXTENSION_MAPS = ("exp", "log", "sqrt", "abs")
-EXTENSION_CALLS = EXTENSION_MAPS + ("sum", "aggregate", "range", "zip", "len")
 
 # Deepest chain of RASP function calls before RaspResourceError. Python frames per RASP
 # call are bounded (about a dozen), so the Python recursion limit is raised to fit.
 MAX_CALL_DEPTH = 1000
 _PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
-
-STDLIB_NAME = "stdlib"
 
 
 @functools.lru_cache(maxsize=None)
@@ -464,51 +459,14 @@ class Interpreter:
     def _eval_name(self, node: ast.Name, env: Environment) -> Any:
         return env.lookup(node.id)
 
-    def _lift(self, value: Any, span: Span) -> graph.SOp:
-        """An s-op operand as is; an atom (or any non-graph value) as a constant s-op."""
-        if isinstance(value, graph.SOp):
-            return value
-        if isinstance(value, graph.Selector):
-            raise RaspTypeError("expected an s-op or atom, got a selector", span)
-        return graph.Full(value=value, span=span)
-
-    def _map(self, op: str, operands: tuple, span: Span, params: tuple = ()) -> graph.Map:
-        inputs = tuple(self._lift(v, span) for v in operands)
-        return graph.Map(op=op, inputs=inputs, params=params, span=span)
-
     def _eval_binary(self, node: ast.BinaryOp, env: Environment) -> Any:
         left = self._eval(node.left, env)
         right = self._eval(node.right, env)
-        return self._binary(node.op, left, right, node.span)
-
-    def _binary(self, op: str, left: Any, right: Any, span: Span) -> Any:
-        sop = isinstance(left, graph.SOp) or isinstance(right, graph.SOp)
-        selectors = [isinstance(v, graph.Selector) for v in (left, right)]
-        if op in ("and", "or"):
-            if any(selectors) and not all(selectors):
-                raise RaspTypeError("Cannot apply and/or between selector and non-selector")
-            if all(selectors):
-                node_type = graph.SelectorAnd if op == "and" else graph.SelectorOr
-                return node_type(left=left, right=right, span=span)
-            if sop:
-                return self._map(op, (left, right), span)
-            return semantics.binary(op, left, right, exact=self.exact)
-        if any(selectors):
-            raise RaspTypeError(f"Cannot apply {op} to selector(s)")
-        if sop:
-            return self._map(op, (left, right), span)
-        return semantics.binary(op, left, right, exact=self.exact)
+        return operations.binary(node.op, left, right, node.span, exact=self.exact)
 
     def _eval_unary(self, node: ast.UnaryOp, env: Environment) -> Any:
-        value = self._eval(node.operand, env)
         op = {"not": "not", "-": "neg", "+": "pos"}[node.op]
-        if isinstance(value, graph.SOp):
-            return self._map(op, (value,), node.span)
-        if isinstance(value, graph.Selector):
-            if op == "not":
-                return graph.SelectorNot(operand=value, span=node.span)
-            raise RaspRuntimeError(f"bad operand type for unary {node.op}: selector")
-        return semantics.unary(op, value, exact=self.exact)
+        return operations.unary(op, self._eval(node.operand, env), node.span, exact=self.exact)
 
     def _eval_ternary(self, node: ast.Ternary, env: Environment) -> Any:
         condition = self._eval(node.condition, env)
@@ -518,87 +476,21 @@ class Interpreter:
             # Elementwise: both branches are built (and both fully computed, 6.7).
             then = self._eval(node.then, env)
             otherwise = self._eval(node.otherwise, env)
-            return self._map("where", (condition, then, otherwise), node.span)
+            return operations.where(condition, then, otherwise, node.span)
         # Lazy on atoms, which is what makes recursion terminate.
         return self._eval(node.then if condition else node.otherwise, env)
 
     def _eval_contains(self, node: ast.Contains, env: Environment) -> Any:
         item = self._eval(node.item, env)
         container = self._eval(node.container, env)
-        if isinstance(item, graph.SOp):
-            if not isinstance(container, list):
-                raise RaspTypeError(
-                    '"[s-op] in X" expects X to be list of atoms, but got non-list: '
-                    + describe(container, 40)
-                )
-            if not all(is_atom(v) for v in container):
-                raise RaspTypeError(
-                    '"[s-op] in X" expects X to be list of atoms, but got list with values: '
-                    + describe(container, 40)
-                )
-            return self._map("member", (item,), node.span, params=(tuple(container),))
-        if is_atom(item):
-            if isinstance(container, list):
-                return item in container
-            if isinstance(container, graph.SOp):
-                # "present anywhere": a full_s mean of an indicator, then > 0 (6.8).
-                hits = self._map("indicator", (self._map("==", (container, item), node.span),), node.span)
-                mean = graph.Aggregate(selector=self.full_s, values=hits, default=0, span=node.span)
-                return self._map(">", (mean, 0), node.span)
-            raise RaspTypeError(
-                f'"[atom] in X" expects X to be list or s-op, but got: {describe(container, 40)}'
-            )
-        if isinstance(item, (graph.Selector, Function)):
-            what = "select" if isinstance(item, graph.Selector) else "function"
-            raise RaspTypeError(
-                f"don't check if {what} is contained in list/dict: unless exact same "
-                f"instance, unable to check equivalence of {what}s"
-            )
-        raise RaspTypeError(f'"A in X" expects A to be s-op or atom, but got A: {describe(item, 40)}')
+        return operations.contains(item, container, node.span, self.full_s)
 
     def _eval_index(self, node: ast.Index, env: Environment) -> Any:
         target = self._eval(node.target, env)
-        index = self._eval(node.index, env)
-        span = node.span
-        if isinstance(target, (list, str)):
-            what = "list" if isinstance(target, list) else "string"
-            if isinstance(index, graph.SOp):
-                return self._map("lookup", (index,), span, params=(target,))
-            if not isinstance(index, int):
-                raise RaspTypeError(
-                    f"index into {what} has to be s-op or integer, got: {describe(index, 40)}"
-                )
-            if index >= len(target) or -index > len(target):
-                raise RaspTypeError(f"index {index} out of range for {what} of length {len(target)}")
-            return target[index]
-        if isinstance(target, dict):
-            if isinstance(index, graph.SOp):
-                return self._map("lookup", (index,), span, params=(target,))
-            if not is_atom(index):
-                raise RaspTypeError(
-                    f"index into dict has to be s-op or atom (i.e., string, int, float, bool), "
-                    f"got: {describe(index, 40)}"
-                )
-            if index not in target:
-                raise RaspTypeError(f"index [ {describe(index)} ] not in dict.")
-            return target[index]
-        if isinstance(target, graph.SOp):
-            if not isinstance(index, int):
-                raise RaspTypeError(
-                    f"index into sequence has to be integer, got: {describe(index, 40)}"
-                )
-            # s[i] is the value at position i, broadcast: one aggregate (6.8). A negative
-            # i counts from `length`, looked up in scope as the original does.
-            where: Any = index
-            if index < 0:
-                where = self._binary("+", env.lookup("length"), index, span)
-            selector = graph.Select(
-                keys=env.lookup("indices"), queries=self._lift(where, span), op="==", span=span
-            )
-            return graph.Aggregate(selector=selector, values=target, default=0, span=span)
-        raise RaspTypeError(
-            "can only index into a list, dict, string, or sequence, but instead got: "
-            + describe(target, 40)
+        key = self._eval(node.index, env)
+        return operations.index(
+            target, key, node.span,
+            indices=env.lookup("indices"), length=lambda: env.lookup("length"),
         )
 
     # -- calls
@@ -607,12 +499,12 @@ class Interpreter:
         function = node.function
         if (
             isinstance(function, ast.Name)
-            and function.id in EXTENSION_CALLS
+            and function.id in operations.EXTENSIONS
             and not self.strict
             and not env.is_bound(function.id)
         ):
             args = [self._eval(a, env) for a in node.args]
-            return self._call_extension(function.id, args, node.span)
+            return operations.EXTENSIONS[function.id](args, node.span, self.exact)
         if len(node.args) == 1:
             # The argument is the input the callee's definition check may use (6.14).
             args = [self._eval(node.args[0], env)]
@@ -667,114 +559,24 @@ class Interpreter:
             )
         return result
 
-    def _call_extension(self, name: str, args: list, span: Span) -> Any:
-        """Builtins reached through an ordinary call of an unbound name (10.2). (The parser
-        turns `select (k, q, OP)` into an `ast.Select` itself.)"""
-        if name in EXTENSION_MAPS:
-            _arity(name, args, 1)
-            (value,) = args
-            if isinstance(value, graph.SOp):
-                return self._map(name, (value,), span)
-            if isinstance(value, graph.Selector):
-                raise RaspTypeError(f"{name} expects an s-op or atom, got a selector")
-            return semantics.unary(name, value, exact=self.exact)
-        if name in ("sum", "aggregate"):
-            if len(args) not in (2, 3):
-                raise RaspTypeError(
-                    f"wrong number of args for {name}- expected: 2 or 3, got: {len(args)}."
-                )
-            reduction = "sum" if name == "sum" else "mean"
-            return self._aggregate(*args[:2], args[2] if len(args) == 3 else 0, span, reduction)
-        return _BUILTINS[name](self, args, span)
-
     # -- select and aggregate
 
     def _eval_select(self, node: ast.Select, env: Environment) -> Any:
         keys = self._eval(node.keys, env)
         queries = self._eval(node.queries, env)
-        return self._select(keys, queries, node.op, node.span)
-
-    def _select(self, keys: Any, queries: Any, op: str, span: Span) -> graph.Select:
-        return graph.Select(
-            keys=self._lift(keys, span), queries=self._lift(queries, span), op=op, span=span
-        )
+        return operations.select(keys, queries, node.op, node.span)
 
     def _eval_aggregate(self, node: ast.Aggregate, env: Environment) -> Any:
         selector = self._eval(node.selector, env)
         values = self._eval(node.values, env)
         default = 0 if node.default is None else self._eval(node.default, env)
-        return self._aggregate(selector, values, default, node.span)
-
-    def _aggregate(
-        self, selector: Any, values: Any, default: Any, span: Span, reduction: str = "mean"
-    ) -> graph.Aggregate:
-        if not isinstance(selector, graph.Selector):
-            raise RaspTypeError(f"Expected selector, got: {describe(selector, 40)}")
-        if isinstance(values, graph.Selector):
-            raise RaspTypeError("Expected sequence, got a selector")
-        if is_graph(default):
-            raise RaspTypeError(f"Expected atom, got: {describe(default, 40)}")
-        return graph.Aggregate(
-            selector=selector, values=self._lift(values, span), default=default,
-            reduction=reduction, span=span,
-        )
+        return operations.aggregate(selector, values, default, node.span)
 
     # -- built-ins: range( zip( len( round indicator
 
     def _eval_builtin(self, node: ast.BuiltinCall, env: Environment) -> Any:
         args = [self._eval(a, env) for a in node.args]
-        return _BUILTINS[node.name](self, args, node.span)
-
-    def _range(self, args: list, span: Span) -> list:
-        if len(args) not in (1, 2, 3):
-            raise RaspTypeError(
-                f"wrong number of inputs to range, expected: 1, 2, or 3, got: {len(args)}"
-            )
-        if not all(isinstance(a, int) for a in args):
-            raise RaspTypeError(f"range expects all integer inputs, but got: {describe(args)}")
-        try:
-            return list(range(*args))
-        except ValueError as error:  # range(1, 5, 0)
-            raise RaspRuntimeError(f"range failed: {error}") from None
-
-    def _zip(self, args: list, span: Span) -> list:
-        if not args:
-            raise RaspTypeError("zip needs at least one list")
-        for i, value in enumerate(args):
-            if not isinstance(value, list):
-                raise RaspTypeError(
-                    f"attempting to zip lists, but {i + 1} -th element is not list: "
-                    + describe(value, 40)
-                )
-        for i, value in enumerate(args):
-            if len(value) != len(args[0]):
-                raise RaspTypeError(
-                    f"attempting to zip lists of length {len(args[0])} , but {i + 1} -th "
-                    f"list has length {len(value)}"
-                )
-        return [list(t) for t in zip(*args)]
-
-    def _len(self, args: list, span: Span) -> int:
-        _arity("len", args, 1)
-        if not isinstance(args[0], list):
-            raise RaspTypeError(f"attempting to compute length of non-list: {describe(args[0], 40)}")
-        return len(args[0])
-
-    def _round(self, args: list, span: Span) -> Any:
-        _arity("round", args, 1)
-        (value,) = args
-        if isinstance(value, graph.SOp):
-            return self._map("round", (value,), span)
-        if isinstance(value, graph.Selector):
-            raise RaspRuntimeError("type selector doesn't define __round__ method")
-        return semantics.rasp_round(value)
-
-    def _indicator(self, args: list, span: Span) -> Any:
-        _arity("indicator", args, 1)
-        (value,) = args
-        if not isinstance(value, graph.SOp):
-            raise RaspTypeError(f"indicator operator expects s-op, got: {describe(value, 40)}")
-        return self._map("indicator", (value,), span)
+        return operations.BUILTINS[node.name](args, node.span, self.exact)
 
     # -- lists, dicts, comprehensions
 
@@ -853,13 +655,6 @@ def _recursion_limit(limit: int) -> Iterator[None]:
         sys.setrecursionlimit(saved)
 
 
-def _arity(name: str, args: list, expected: int) -> None:
-    if len(args) != expected:
-        raise RaspTypeError(
-            f"wrong number of args for {name}- expected: {expected}, got: {len(args)}."
-        )
-
-
 def _require_iterable(value: Any, what: str) -> None:
     if not isinstance(value, (str, list, dict)):
         raise RaspTypeError(f"{what} expects iterable input, got: {describe(value, 40)}")
@@ -912,10 +707,3 @@ _EXPRESSIONS: dict[type, Callable[..., Any]] = {
     ast.BuiltinCall: Interpreter._eval_builtin,
 }
 
-_BUILTINS: dict[str, Callable[..., Any]] = {
-    "range": Interpreter._range,
-    "zip": Interpreter._zip,
-    "len": Interpreter._len,
-    "round": Interpreter._round,
-    "indicator": Interpreter._indicator,
-}

@@ -463,3 +463,8 @@ def test_applying_an_atom_is_an_error() -> None:
 
 def test_last_assigned_name() -> None:
     assert run("a = 1; def f(x) { return x; } b = tokens; f(1);").last_assigned_name == "b"
+
+
+def test_unary_minus_on_a_selector_is_an_error() -> None:
+    with pytest.raises(RaspTypeError, match="cannot apply neg to a selector"):
+        run("x = -select(1, 1, ==);")
