@@ -42,6 +42,8 @@ _REPL_STARTS = {"SET", "SHOW", "EXAMPLES", "S_OP", "SELECTOR", "FULL_SEQ_DISPLAY
                 "QUIT", "EXIT_CALL", "QUIT_CALL"}
 _STATEMENT_STARTS = {"DEF", "FOR", "DRAW", "LOAD", "_COMMENT"} | _REPL_STARTS
 _NUMBERS = {"INT", "FLOAT", "FLOAT_EXP"}
+_KINDS = {"ID": "a name", "STRING": "a string", "INT": "a number", "FLOAT": "a number",
+          "FLOAT_EXP": "a number"}
 
 _BAD_CHARACTER_HINTS = {
     "'": "single quotes are not allowed: strings use double quotes, e.g. \"a\"",
@@ -142,7 +144,7 @@ def _unexpected_token(tok: Token, expected: set[str], text: str) -> str:
     if kind in _SELECT_OPERATORS and "ID" in expected:
         return (f"unexpected '{value}' where an expression should be: a comparison operator "
                 "stands alone only as the third argument of select(keys, queries, op)")
-    if "SEMICOLON" in expected:
+    if "SEMICOLON" in expected and kind not in ("RPAR", "RSQB", "COMMA", "COLON"):
         return f"missing ';' before {found}"
     return f"unexpected {found}; expected {_describe_expected(expected)}"
 
@@ -171,7 +173,7 @@ def _describe_expected(expected: set[str]) -> str:
         groups.append("an expression")
         rest -= _EXPRESSION_STARTS
     if "DEF" in rest:
-        groups.append("a statement")
+        groups = ["a statement"]        # an expression statement is one of them
         rest -= _STATEMENT_STARTS
     if len(rest) >= 3 and rest <= _SELECT_OPERATORS:
         groups.append("a comparison operator (== != < > <= >=)")
@@ -179,14 +181,19 @@ def _describe_expected(expected: set[str]) -> str:
     if len(rest & _BINARY_OPERATORS) >= 3:
         groups.append("an operator")
         rest -= _BINARY_OPERATORS | {"LPAR", "LSQB"}
-    named = [f"'{_PUNCTUATION.get(t) or _KEYWORDS.get(t) or t}'" for t in sorted(rest)
-             if t not in ("_COMMENT", "_SET_END")]
+    named = [_describe_terminal(t) for t in sorted(rest) if t not in ("_COMMENT", "_SET_END")]
     if "$END" in expected:
         named.append("end of input")
     items = named + groups
     if not items:
         return "nothing more here"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _KINDS:
+        return _KINDS[name]
+    return f"'{_PUNCTUATION.get(name) or _KEYWORDS.get(name) or name}'"
 
 
 def _digits_from(text: str, pos: int) -> str:

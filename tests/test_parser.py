@@ -228,7 +228,7 @@ def test_draw_and_load():
 def test_load_needs_a_string():
     error = syntax_error("load matmul;")
     assert where(error) == (1, 6)
-    assert error.message == "unexpected name 'matmul'; expected 'STRING'"
+    assert error.message == "unexpected name 'matmul'; expected a string"
 
 
 def test_function_definition_with_nested_statements_and_comments():
@@ -366,6 +366,18 @@ def test_missing_semicolon():
     error = syntax_error("x = 1")
     assert where(error) == (1, 6)
     assert error.message == "unexpected end of input: missing ';'"
+
+
+def test_unbalanced_closer_is_not_blamed_on_a_missing_semicolon():
+    error = syntax_error("x = f(a));")
+    assert where(error) == (1, 9)
+    assert error.message.startswith("unexpected ')'; expected ")
+    error = syntax_error("def f(x) { y = x }")
+    assert where(error) == (1, 18) and error.message == "missing ';' before '}'"
+
+
+def test_expected_names_and_strings_are_described_in_words():
+    assert syntax_error("def (x) { return x; }").message == "unexpected '('; expected a name"
 
 
 def test_unclosed_bracket_at_end_of_input():
