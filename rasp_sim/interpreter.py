@@ -293,7 +293,15 @@ class Interpreter:
         return []
 
     def _exec_draw(self, node: ast.Draw, env: Environment) -> list[_Result]:
-        example = self.sop_example if node.input is None else self._eval(node.input, env)
+        if node.input is not None:
+            example = self._eval(node.input, env)
+        elif self.sop_example is None:
+            raise RaspTypeError(
+                "draw needs an input: there is no running example (write draw(e, input), "
+                "or set example first)"
+            )
+        else:
+            example = self.sop_example
         value = self._with_backup(example, lambda: self._eval(node.expr, env))
         self._verify()
         if not isinstance(value, graph.SOp):

@@ -198,3 +198,10 @@ def test_set_example_in_a_file_reads_the_top_scope(tmp_path, monkeypatch) -> Non
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ex.rasp").write_text("set example mine\n")
     assert repl('mine = [7, 8];\nload "ex";').sop_example == [7, 8]
+
+
+def test_draw_without_input_needs_a_running_example() -> None:
+    with pytest.raises(RaspTypeError, match="draw needs an input") as info:
+        run("x = 1;\ndraw(tokens);")
+    assert info.value.span.line == 2
+    assert run('set example "ab"\ndraw(tokens);').lines == ["\t =  [a, b] (strings)"]
