@@ -1,0 +1,35 @@
+"""What one training run is: task, backbone, sizes, optimiser settings and seeds."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .backbones import Sizes
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    task: str
+    variant: str
+    sizes: Sizes
+    seed: int = 0
+    task_options: dict = field(default_factory=dict)
+    steps: int = 200
+    batch: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-3
+    warmup: int = 20
+    schedule: str = "cosine"      # warm-up then "cosine" or "linear" decay to 0
+    clip: float = 1.0
+    data_seed: int = 43           # training stream seed, combined with `seed`
+    eval_every: int = 50
+    checkpoint_every: int = 0     # 0: only when stopped early or interrupted
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        return cls(**{**data, "sizes": Sizes(**data["sizes"])})
+
+    def name(self) -> str:
+        return f"{self.task}-{self.variant}-seed{self.seed}"

@@ -1,0 +1,263 @@
+"""Train the embedding and unembedding of a frozen backbone (or everything, for F) in JAX.
+
+jit-compiled steps; AdamW after global-norm clipping, linear warm-up then cosine or linear
+decay to 0 (optax); float32 on CPU, deterministic for fixed seeds. A non-finite loss stops
+the run with the step and the cause; a run can stop early or be interrupted and resumed
+from its checkpoint bit for bit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+# At most 2 compute threads (shared 2-core machines); only effective before jax loads.
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from .. import forward  # noqa: E402
+from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
+                        rebuild_blocks, universal_m, with_arrays)
+from .config import RunConfig  # noqa: E402
+from .errors import ExperimentError  # noqa: E402
+from .tasks import Batch, make_task  # noqa: E402
+
+CHECKPOINT = "checkpoint.npz"
+EVAL_CHUNK = 250
+
+
+def logits_fn(backbone: Backbone):
+    """(params, ids) -> logits (B, N, vocab): the project's forward pass under jax.numpy."""
+    model = backbone.model
+
+    def logits(params: dict, ids):
+        blocks, final_norm = rebuild_blocks(model, params)
+        stream = params["token_embed"][ids] + params["pos_embed"][: ids.shape[-1]]
+        for block in blocks:
+            stream = forward.apply_block(stream, block, model.causal, jnp)
+        if final_norm is not None:
+            stream = forward.layer_norm(stream, final_norm, jnp)
+        return forward.matmul(stream, params["unembed"], jnp)
+
+    return logits
+
+
+def _loss_and_hits(logits, targets, weights):
+    losses = optax.softmax_cross_entropy_with_integer_labels(logits, targets)
+    hits = (jnp.argmax(logits, axis=-1) == targets).astype(jnp.float32)
+    return losses * weights, hits * weights
+
+
+def schedule(config: RunConfig) -> optax.Schedule:
+    warmup = min(config.warmup, max(config.steps - 1, 0))
+    if config.schedule == "cosine":
+        return optax.warmup_cosine_decay_schedule(0.0, config.lr, warmup, config.steps, 0.0)
+    if config.schedule == "linear":
+        return optax.join_schedules(
+            [optax.linear_schedule(0.0, config.lr, warmup),
+             optax.linear_schedule(config.lr, 0.0, max(config.steps - warmup, 1))], [warmup])
+    raise ExperimentError(f"schedule: unknown schedule {config.schedule!r}; known: cosine, linear")
+
+
+def optimiser(config: RunConfig) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(config.clip),
+                       optax.adamw(schedule(config), weight_decay=config.weight_decay))
+
+
+class Trainer:
+    """One run: builds the task and backbone, then steps, evaluates and checkpoints."""
+
+    def __init__(self, config: RunConfig):
+        self.config = config
+        self.task = make_task(config.task, **config.task_options)
+        m = universal_m(config.sizes)
+        check_memory(config.sizes, m, config.variant, config.batch, self.task.seq_len)
+        self.backbone = build_backbone(config.variant, config.sizes, self.task.vocab_size,
+                                       self.task.seq_len, config.seed)
+        arrays = named_arrays(self.backbone.model)
+        self.params = {name: jnp.asarray(arrays[name], dtype=jnp.float32)
+                       for name in sorted(self.backbone.trainable)}
+        self.tx = optimiser(config)
+        self.opt_state = self.tx.init(self.params)
+        self.rng = np.random.default_rng([config.data_seed, config.seed])
+        self.step = 0
+        self.curves: list[dict] = []
+        self.elapsed = 0.0
+        self.test = self.task.test_set()
+        logits = logits_fn(self.backbone)
+
+        def loss(params, inputs, targets, weights):
+            losses, hits = _loss_and_hits(logits(params, inputs), targets, weights)
+            total = weights.sum()
+            return losses.sum() / total, hits.sum() / total
+
+        def train_step(params, opt_state, inputs, targets, weights):
+            (value, accuracy), grads = jax.value_and_grad(loss, has_aux=True)(
+                params, inputs, targets, weights)
+            updates, opt_state = self.tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state, value, accuracy,
+                    optax.tree.norm(grads))
+
+        def evaluate(params, inputs, targets, weights):
+            losses, hits = _loss_and_hits(logits(params, inputs), targets, weights)
+            return losses.sum(axis=1), hits.sum(axis=1)
+
+        self._step = jax.jit(train_step)
+        self._evaluate = jax.jit(evaluate)
+
+    # ------------------------------------------------------------ evaluation
+    def evaluate(self, batch: Batch | None = None) -> dict:
+        """Loss and accuracy on the test set (padded to whole chunks), per group too."""
+        batch = self.test if batch is None else batch
+        size = len(batch)
+        pad = -size % EVAL_CHUNK
+        arrays = [np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)])
+                  for a in (batch.inputs, batch.targets, batch.weights)]
+        losses, hits = [], []
+        for start in range(0, size + pad, EVAL_CHUNK):
+            chunk = [a[start:start + EVAL_CHUNK] for a in arrays]
+            loss, hit = self._evaluate(self.params, *chunk)
+            losses.append(np.asarray(loss))
+            hits.append(np.asarray(hit))
+        loss, hit = np.concatenate(losses)[:size], np.concatenate(hits)[:size]
+        counted = batch.weights.sum(axis=1)
+        groups = {str(int(g)): float(hit[batch.groups == g].sum() / counted[batch.groups == g].sum())
+                  for g in np.unique(batch.groups)}
+        return {"loss": float(loss.sum() / counted.sum()),
+                "accuracy": float(hit.sum() / counted.sum()), "accuracy_by_group": groups}
+
+    # ------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        leaves = jax.tree_util.tree_leaves((self.params, self.opt_state))
+        header = {"config": self.config.to_dict(), "step": self.step, "curves": self.curves,
+                  "elapsed": self.elapsed, "rng": self.rng.bit_generator.state}
+        path = directory / CHECKPOINT
+        tmp = directory / (CHECKPOINT + ".tmp")
+        with open(tmp, "wb") as handle:  # write then rename: a crash never leaves half a file
+            np.savez(handle, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8),
+                     **{f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
+        os.replace(tmp, path)
+        return path
+
+    def load_checkpoint(self, directory: Path) -> None:
+        path = directory / CHECKPOINT
+        if not path.exists():
+            raise ExperimentError(f"resume: no checkpoint {path}; this run cannot be resumed "
+                                  f"(start it again without --resume)")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(data["__header__"].tobytes().decode())
+                leaves = [data[f"leaf{i}"] for i in range(len(data.files) - 1)]
+        except (OSError, ValueError, KeyError) as error:
+            raise ExperimentError(f"resume: checkpoint {path} is corrupt ({error}); "
+                                  f"this run cannot be resumed") from None
+        saved = header["config"]
+        if saved != json.loads(json.dumps(self.config.to_dict())):
+            diff = sorted(k for k in saved if saved[k] != json.loads(json.dumps(
+                self.config.to_dict()))[k])
+            raise ExperimentError(f"resume: checkpoint {path} was written by a different run "
+                                  f"(settings differ: {', '.join(diff)}); cannot resume")
+        treedef = jax.tree_util.tree_structure((self.params, self.opt_state))
+        if treedef.num_leaves != len(leaves):
+            raise ExperimentError(f"resume: checkpoint {path} does not match the model; "
+                                  f"cannot resume")
+        self.params, self.opt_state = jax.tree_util.tree_unflatten(
+            treedef, [jnp.asarray(leaf) for leaf in leaves])
+        self.step, self.curves, self.elapsed = header["step"], header["curves"], header["elapsed"]
+        self.rng.bit_generator.state = header["rng"]
+
+    # ------------------------------------------------------------ training
+    def _diverged(self, loss: float, grad_norm: float) -> ExperimentError:
+        worst = max(float(jnp.max(jnp.abs(p))) for p in self.params.values())
+        if not np.isfinite(grad_norm):
+            cause = f"the gradient overflowed (norm {grad_norm})"
+        elif not np.isfinite(worst):
+            cause = "the trained parameters became non-finite"
+        else:
+            cause = f"the logits overflowed (largest |parameter| {worst:.3g})"
+        return ExperimentError(f"step {self.step}: non-finite training loss ({loss}); {cause}. "
+                               f"Lower the learning rate (lr = {self.config.lr:g}) or the "
+                               f"clipping threshold (clip = {self.config.clip:g})")
+
+    def run(self, out_dir: Path | None = None, progress: bool = True,
+            stop_after: int | None = None) -> dict:
+        """Train to `config.steps` (or stop after `stop_after` steps of this call and write a
+        checkpoint); returns the result dict (results.py writes it)."""
+        config = self.config
+        end = config.steps if stop_after is None else min(config.steps, self.step + stop_after)
+        bar = tqdm(total=config.steps, initial=self.step, disable=not progress,
+                   desc=config.name(), leave=False)
+        window: list[tuple[float, float]] = []
+        started = time.perf_counter()
+        try:
+            while self.step < end:
+                batch = self.task.train_batch(config.batch, self.rng)
+                self.params, self.opt_state, loss, accuracy, grad_norm = self._step(
+                    self.params, self.opt_state, batch.inputs, batch.targets, batch.weights)
+                loss, accuracy = float(loss), float(accuracy)
+                self.step += 1
+                if not np.isfinite(loss):
+                    raise self._diverged(loss, float(grad_norm))
+                window.append((loss, accuracy))
+                bar.update(1)
+                if self.step % 10 == 0 or self.step == end:
+                    bar.set_postfix(loss=f"{loss:.3f}", acc=f"{accuracy:.3f}")
+                if self.step % config.eval_every == 0 or self.step == config.steps:
+                    self.curves.append({"step": self.step,
+                                        "train_loss": float(np.mean([w[0] for w in window])),
+                                        "train_accuracy": float(np.mean([w[1] for w in window])),
+                                        **{f"test_{k}": v for k, v in self.evaluate().items()
+                                           if k != "accuracy_by_group"}})
+                    window = []
+                if out_dir is not None and config.checkpoint_every and \
+                        self.step % config.checkpoint_every == 0:
+                    self.elapsed += time.perf_counter() - started
+                    started = time.perf_counter()
+                    self.save_checkpoint(out_dir)
+        except KeyboardInterrupt:
+            if out_dir is not None:
+                self.elapsed += time.perf_counter() - started
+                path = self.save_checkpoint(out_dir)
+                raise ExperimentError(f"interrupted at step {self.step}; checkpoint written to "
+                                      f"{path}; continue with --resume") from None
+            raise ExperimentError(f"interrupted at step {self.step}; no output directory, "
+                                  f"so no checkpoint: this run cannot be resumed") from None
+        finally:
+            bar.close()
+        self.elapsed += time.perf_counter() - started
+        if self.step < config.steps:
+            if out_dir is not None:
+                self.save_checkpoint(out_dir)
+            return {"config": config.to_dict(), "finished": False, "step": self.step}
+        return self.result()
+
+    def result(self) -> dict:
+        final = self.evaluate()
+        return {"config": self.config.to_dict(), "finished": True, "step": self.step,
+                "m": self.backbone.m, **self.backbone.parameter_counts(),
+                "majority_baseline": self.task.majority_accuracy(self.test),
+                "test_size": len(self.test), "final": final, "curves": self.curves,
+                "wall_time_s": self.elapsed}
+
+    def trained_model(self):
+        """The backbone with the trained arrays, as a checked weight-format Transformer."""
+        return with_arrays(self.backbone.model, {k: np.asarray(v) for k, v in self.params.items()})
+
+
+def train(config: RunConfig, out_dir: Path | None = None, resume: bool = False,
+          progress: bool = True, stop_after: int | None = None) -> dict:
+    """Run `config` (resuming from `out_dir`'s checkpoint if asked); the result dict."""
+    trainer = Trainer(config)
+    if resume:
+        if out_dir is None:
+            raise ExperimentError("resume: needs the run's output directory")
+        trainer.load_checkpoint(Path(out_dir))
+    return trainer.run(None if out_dir is None else Path(out_dir), progress, stop_after)
