@@ -468,3 +468,8 @@ def test_last_assigned_name() -> None:
 def test_unary_minus_on_a_selector_is_an_error() -> None:
     with pytest.raises(RaspTypeError, match="cannot apply neg to a selector"):
         run("x = -select(1, 1, ==);")
+
+
+def test_sops_keep_the_dependencies_they_were_built_with() -> None:
+    # Rebinding `a` later does not change `b`, built from the old `a` (6.14).
+    assert sop("a = tokens_int; b = a + 1; a = tokens_str; x = b;", [1, 2]) == [2, 3]
