@@ -1,0 +1,91 @@
+"""Bad input to the library gives a clear RaspError with a source location, never a
+NumPy warning, inf or NaN: shapes inconsistent with the input length, non-integer and
+empty shapes, non-numeric tokens, singular matrices and overflow."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from rasp_sim.errors import RaspError
+
+from lib_refs import run1
+
+SHORT = [
+    # (expression, input, what the message names)
+    ("matmul(tokens_float, 2, 3, 2)", [1.0] * 11, "matmul: the input is too short for these shapes (it needs 12"),
+    ("matmul(tokens_float, 4, 1, 4)", [1.0] * 8, "it needs 16 positions"),  # C does not fit
+    ("transpose(tokens_float, 3, 2)", [1.0] * 4, "transpose: the input is too short"),
+    ("elementwise(tokens_float, 2, 2, \"+\")", [1.0] * 7, "elementwise: the input is too short"),
+    ("softmax(tokens_float, 2, 3)", [1.0] * 5, "softmax: the input is too short"),
+    ("det3(tokens_float)", [1.0] * 8, "det3: the input is too short"),
+    ("inverse(tokens_float, 3)", [2, 1, 0, 1, 3, 1], "gauss_jordan: the input is too short"),
+    ("inverse(tokens_float, 3)", [2, 1, 0, 1, 3, 1, 5, 7], "gauss_jordan: the input is too short"),
+    ("attention(tokens_float, 3, 2, 2, 2, 1)", [0.5] * 17, "attention: the input is too short for these shapes (it needs 18"),
+    ("attention(tokens_float, 4, 1, 1, 1, 1)", [0.5] * 10, "it needs 16 positions"),  # no room for the scores
+    ("mha(tokens_float, 2, 2, 2, 2, 2, 1)", [0.5] * 30, "mha: the input is too short"),
+]
+
+
+def error_of(expr: str, inp: list) -> RaspError:
+    with pytest.raises(RaspError) as info:
+        run1(expr, inp)
+    return info.value
+
+
+@pytest.mark.parametrize("expr,inp,text", SHORT, ids=[s[0] for s in SHORT])
+def test_input_too_short_for_the_shapes(expr, inp, text):
+    error = error_of(expr, inp)
+    assert text in error.message
+    assert error.span is not None and error.span.file.endswith(".rasp")
+
+
+@pytest.mark.parametrize("shape", ["2.5", "0", "-1", '"a"'])
+def test_bad_shape_parameters(shape):
+    error = error_of(f"matmul(tokens_float, 2, {shape}, 2)", [1.0] * 8)
+    assert "matmul: k must be an integer from 1 to 4096" in error.message
+    assert error.span is not None
+
+
+def test_non_numeric_tokens():
+    error = error_of("matmul(tokens_float, 1, 2, 1)", ["a", 1, 2, 3])
+    assert "tokens_float of 'a'" in error.message and "could not convert" in error.message
+
+
+@pytest.mark.parametrize("expr,inp", [
+    ("inverse3(tokens_float)", [1, 2, 3, 4, 5, 6, 7, 8, 9]),
+    ("inverse(tokens_float, 2)", [1, 2, 2, 4]),
+    ("det(tokens_float, 3)", [0] * 9),
+])
+def test_singular_matrix(expr, inp):
+    error = error_of(expr, inp)
+    assert "the matrix is singular" in error.message
+    assert error.span is not None
+
+
+@pytest.mark.parametrize("expr,inp,text", [
+    ("matmul(tokens_float, 1, 2, 1)", [1e200, 1e200, 1e200, 1e200], "matmul: result is not finite (overflow)"),
+    ("softmax_unshifted(tokens_float, 1, 2)", [1000, 1], "numerical result out of range in exp"),
+    ("attention_unshifted(tokens_float, 1, 1, 1, 1, 1)", [40, 40, 1, 1], "numerical result out of range in exp"),
+    ('elementwise(tokens_float, 1, 2, "/")', [1, 2, 0, 1], "division by zero"),
+])
+def test_overflow_and_division_by_zero(expr, inp, text):
+    error = error_of(expr, inp)
+    assert text in error.message
+    assert error.span is not None
+
+
+def test_shifted_softmax_does_not_overflow():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = run1("softmax(tokens_float, 1, 3)", [1e300, -1e300, 5.0])
+    assert out == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.xfail(strict=True, reason="the evaluator's object-array maps let NumPy warn "
+                   "on float overflow before the library's finiteness check reports it")
+def test_overflow_raises_no_numpy_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RaspError):
+            run1("matmul(tokens_float, 1, 2, 1)", [1e200, 1e200, 1e200, 1e200])
