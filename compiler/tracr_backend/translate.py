@@ -59,27 +59,16 @@ def atom_function(node: g.Map) -> Callable[..., Any]:
     """The Map's operation on atoms, by rasp_sim.semantics (the one source of the rules)."""
     op, params = node.op, node.params
     if op == "where":
-        return lambda cond, then, otherwise: then if semantics.truthy(cond) else otherwise
+        return semantics.where
     if op in ("and", "or"):  # on s-ops these always give bools (LANGUAGE.md 6.3)
-        if op == "and":
-            return lambda a, b: semantics.truthy(a) and semantics.truthy(b)
-        return lambda a, b: semantics.truthy(a) or semantics.truthy(b)
+        return lambda a, b: semantics.sop_logic(op, a, b)
     if op == "lookup":
-        table = params[0]
-        return lambda x: _lookup(table, x)
+        return lambda x: semantics.index(params[0], x)
     if op == "member":
-        members = params[0]
-        return lambda x: x in members
+        return lambda x: semantics.member(x, params[0])
     if len(node.inputs) == 1:
         return lambda x: semantics.unary(op, x)
     return lambda a, b: semantics.binary(op, a, b)
-
-
-def _lookup(table: Any, x: Any) -> Any:
-    try:
-        return table[x]
-    except (IndexError, KeyError, TypeError) as error:
-        raise semantics.python_error(error, f"lookup of {x!r}") from None
 
 
 def total(fn: Callable[..., Any]) -> Callable[..., Any]:

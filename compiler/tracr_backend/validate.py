@@ -5,8 +5,8 @@ exhaustively when there are at most `EXHAUSTIVE_LIMIT` of them, else a seeded ra
 sample), in float64:
 - the rasp-sim interpreter (`rasp_sim.evaluate`) on the program,
 - the NumPy forward pass of the exported weights (runtime.py),
-- tracr's own haiku model (`AssembledTransformerModel.forward`, the function its
-  `model.apply` calls, jitted and batched; `model.apply` itself runs on the first inputs).
+- tracr's own haiku model (the module `AssembledTransformerModel.apply` runs, jitted and
+  batched, inputs padded with tracr's PAD token under its input mask: driver.tracr_forward).
 Categorical outputs must be equal. Numerical outputs must agree within
 |a - b| <= NUMERIC_TOLERANCE * max(1, |b|): in float64 a compiled model differs from exact
 arithmetic only by softmax leakage (e^-50 ~ 2e-22 per key at coldness 100 with the logit
@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -65,7 +65,6 @@ class Report:
     max_numeric_error: float = 0.0
     disagreement: Disagreement | None = None
     seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,42 @@
+"""Shared helpers of the tracr backend tests: programs from source text, compile + validate."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def node_of(source: str, name: str, file: str = "<test>"):
+    """Run RASP `source` and return the node bound to `name`."""
+    from rasp_sim.interpreter import Interpreter
+
+    interpreter = Interpreter(output=io.StringIO())
+    interpreter.run_source(source, file)
+    return interpreter.lookup(name)
+
+
+def library_node(file: str, name: str):
+    return node_of((PROGRAMS / file).read_text(), name, str(PROGRAMS / file))
+
+
+@pytest.fixture(scope="session")
+def driver():
+    pytest.importorskip("tracr")
+    from rasp_sim.compiler.tracr_backend import driver as module
+
+    return module
+
+
+@pytest.fixture(scope="session")
+def program():
+    """program(source, name) -> the node `name` after running `source`."""
+    return node_of
+
+
+@pytest.fixture(scope="session")
+def library():
+    """library(file, name) -> the node `name` of tests/compiler_tracr/programs/<file>."""
+    return library_node
