@@ -346,9 +346,12 @@ class Interpreter:
     def _find_file(self, name: str, span: Span) -> Path:
         filename = name + ".rasp"
         folders = [Path.cwd()]
+        library = _library_folder()
+        if library is not None and self.strict:
+            # the library's portable versions come first (programs/numerics.rasp)
+            folders.append(library / "strict")
         if self._files and self._files[-1].parent != Path(""):
             folders.append(self._files[-1].parent)  # extension: relative to the loader
-        library = _library_folder()
         if library is not None:
             folders.append(library)  # extension: the bundled library, `load "linalg";`
         for folder in folders:
