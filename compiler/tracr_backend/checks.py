@@ -47,12 +47,15 @@ def check_graph(root: g.Node) -> None:
     if not isinstance(root, g.SOp):
         raise Unsupported(describe(root), "only an s-op can be compiled (this is a selector)",
                           root.span)
-    kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
-    if len(kinds) > 1:
-        token = next(n for n in g.ancestors(root) if isinstance(n, g.Tokens))
-        raise Unsupported("tokens", "the program reads the input as several kinds "
-                          f"({', '.join(sorted(kinds))}); a compiled model has one token "
-                          "vocabulary, so use one of tokens_str/int/float/bool/asis", token.span)
+    kinds: dict[int, frozenset] = {}
+    for node in g.ancestors(root):  # children first: the first mixing node is where it happens
+        kinds[id(node)] = (frozenset([node.kind]) if isinstance(node, g.Tokens) else
+                           frozenset().union(*(kinds[id(c)] for c in node.children())))
+        if len(kinds[id(node)]) > 1:
+            raise Unsupported("tokens", "the program reads the input as several kinds "
+                              f"({', '.join(sorted(kinds[id(node)]))}); a compiled model has "
+                              "one token vocabulary, so use one of tokens_str/int/float/bool/"
+                              "asis", node.span)
     for node in g.ancestors(root):
         problem = _problem(node)
         if problem:

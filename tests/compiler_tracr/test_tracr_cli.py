@@ -1,0 +1,124 @@
+"""`rasp-sim compile`, `verify` and `run --weights`, in process, with their error cases."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tracr")
+
+from rasp_sim.cli import main  # noqa: E402
+from rasp_sim.compiler import weights as weight_format  # noqa: E402
+
+PROGRAMS = Path(__file__).parent / "programs"
+CLASSIC = str(PROGRAMS / "classic.rasp")
+
+
+@pytest.fixture(scope="module")
+def reverse_model(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("models") / "reverse.npz"
+    assert main(["compile", CLASSIC, "--name", "reverse", "--vocab", "a,b,c", "--max-len",
+                 "4", "-o", str(path)]) == 0
+    return path
+
+
+def test_compile_writes_validated_weights_with_everything_to_use_them(reverse_model):
+    model = weight_format.load(reverse_model)
+    record = model.metadata["tracr_compile"]
+    assert model.metadata["validated"] is True and record["validated"] is True
+    assert record["validation"]["mode"] == "exhaustive"
+    assert record["validation"]["compared"] == 3 + 9 + 27 + 81
+    assert record["vocab"] == ["a", "b", "c"] and record["max_len"] == 4
+    assert model.token_embed is not None and model.pos_embed.shape[0] == 5
+    assert model.unembed.shape == (model.width, len(model.output_encoder.values))
+    assert len(model.residual_labels) == model.width
+    assert model.input_encoder.bos == "compiler_bos"
+
+
+def test_run_weights_and_verify(reverse_model, capsys):
+    assert main(["run", "--weights", str(reverse_model), "--input", "abc", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["output"] == ["c", "b", "a"]
+    assert main(["verify", str(reverse_model), CLASSIC, "--name", "reverse"]) == 0
+    assert "agrees with reverse" in capsys.readouterr().out
+
+
+def test_verify_against_another_program_names_the_first_disagreement(reverse_model, capsys):
+    assert main(["verify", str(reverse_model), CLASSIC, "--name", "hist"]) == 1
+    err = capsys.readouterr().err
+    assert "validation failed" in err and "on input ['a'] at position 0" in err
+    assert "the interpreter gives 1" in err and "gives 'a'" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("abd", "position 2: token 'd' is not in the model's vocabulary ['a', 'b', 'c']"),
+    ("abcab", "input 0: length 5 is above the model's max-len 4"),
+])
+def test_run_rejects_inputs_outside_the_domain(reverse_model, capsys, text, message):
+    assert main(["run", "--weights", str(reverse_model), "--input", text]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_broken_weight_files(reverse_model, tmp_path, capsys):
+    data = reverse_model.read_bytes()
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(data[: len(data) // 2])
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"not a zip file at all")
+    model = weight_format.load(reverse_model)
+    foreign = tmp_path / "foreign.npz"
+    weight_format.save(model.replace(metadata={}), foreign)
+    future = tmp_path / "future.npz"
+    with np.load(reverse_model) as arrays:
+        contents = {k: arrays[k] for k in arrays.files}
+    header = json.loads(contents["__header__"].tobytes())
+    header["version"] = 99
+    contents["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    np.savez(future, **contents)
+    for path, message in [(truncated, "corrupt or truncated"), (garbage, "corrupt or not a weights file"),
+                          (foreign, "not written by `rasp-sim compile`"),
+                          (future, "format version 99 is not supported")]:
+        assert main(["run", "--weights", str(path), "--input", "ab"]) == 1
+        assert message in capsys.readouterr().err
+
+
+def test_a_disagreeing_model_is_not_written_unless_forced(monkeypatch, tmp_path, capsys):
+    from rasp_sim.compiler.tracr_backend import driver
+
+    real = driver.to_weights
+
+    def swapped_outputs(compiled, metadata):  # a wrong model: two output columns swapped
+        model = real(compiled, metadata)
+        return model.replace(unembed=model.unembed[:, [1, 0] + list(range(2, model.out_dim))])
+
+    monkeypatch.setattr(driver, "to_weights", swapped_outputs)
+    target = tmp_path / "wrong.npz"
+    argv = ["compile", CLASSIC, "--name", "reverse", "--vocab", "a,b", "--max-len", "3",
+            "-o", str(target)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "the compiled model disagrees with the program on input" in err
+    assert "at position 0" in err and "nothing written" in err
+    assert not target.exists()
+    assert main(argv + ["--force"]) == 0
+    assert "written UNVALIDATED" in capsys.readouterr().err
+    model = weight_format.load(target)
+    assert model.metadata["validated"] is False
+    assert model.metadata["tracr_compile"]["forced"] is True
+
+
+def test_compile_refusal_prints_location(tmp_path, capsys):
+    source = tmp_path / "bad.rasp"
+    source.write_text('x = 1;\ns = sum(select(indices, indices, <=), indicator(tokens == "a"));\n')
+    assert main(["compile", str(source), "--name", "s", "--vocab", "a,b", "--max-len", "3",
+                 "-o", str(tmp_path / "s.npz")]) == 1
+    err = capsys.readouterr().err
+    assert f"{source}:2:" in err and "cannot compile: sum-aggregate 's'" in err
+
+
+def test_compile_a_selector_is_an_error(tmp_path, capsys):
+    source = tmp_path / "sel.rasp"
+    source.write_text("s = select(indices, indices, ==);\n")
+    assert main(["compile", str(source), "--name", "s", "--vocab", "a", "--max-len", "2"]) == 1
+    assert "is a selector; only s-ops can be compiled" in capsys.readouterr().err

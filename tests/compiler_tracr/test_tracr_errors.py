@@ -1,0 +1,74 @@
+"""Bad input to the tracr backend: each case a clear RaspError whose text is checked.
+
+Static refusals name the construct, the reason and the .rasp location (file:line:col)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tracr")
+
+from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
+from rasp_sim.compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
+from rasp_sim.errors import RaspError  # noqa: E402
+
+
+def refusal(program, source, name, vocab, max_len=4):
+    with pytest.raises(Unsupported) as caught:
+        compile_graph(program(source, name, "prog.rasp"), vocab, max_len)
+    return caught.value.format()
+
+
+def test_sum_aggregate_is_refused_with_its_location(program):
+    text = refusal(program, 'x = 1;\ns = sum(select(indices, indices, <=), indicator(tokens == "a"));',
+                   "s", ["a", "b"])
+    assert text.startswith("prog.rasp:2:")
+    assert "sum-aggregate 's'" in text and "averages" in text
+
+
+def test_numeric_mean_with_a_nonzero_default_is_refused(program):
+    text = refusal(program, "tokens = tokens_int;\nm = aggregate(select(tokens, tokens, <), tokens, 5);",
+                   "m", [1, 2, 3])
+    assert "prog.rasp:2:" in text and "default 5" in text and "gives 0 where nothing" in text
+
+
+def test_two_token_kinds_are_refused(program):
+    text = refusal(program, 'm = tokens_int + indicator(tokens_str == "1");', "m", [1, 2])
+    assert "several kinds (int, str)" in text and "prog.rasp:1:" in text
+
+
+def test_a_table_above_the_limit_is_refused_before_it_is_built(program):
+    text = refusal(program, "tokens = tokens_int;\np = tokens * (tokens + 1000);", "p",
+                   list(range(400)))
+    assert "400 × 400" in text and "prog.rasp:2:" in text
+
+
+def test_averaging_non_numbers_over_a_wide_selector_is_refused_or_undefined(program):
+    # strings cannot be averaged: the categorical head is only right where one key is
+    # selected, which is exactly where the program is defined; validation skips the rest.
+    compiled = compile_graph(program("a = aggregate(select(tokens, tokens, ==), tokens);",
+                                     "a"), ["x", "y"], 3)
+    assert compiled.categorical_output
+
+
+@pytest.mark.parametrize("vocab, max_len, message", [
+    ([], 4, "vocabulary: is empty"),
+    (list(range(1001)), 4, "has 1001 tokens; the limit is 1000"),
+    (["a", "a"], 4, "lists 'a' twice"),
+    (["a"], 0, "max-len: must be at least 1"),
+    (["a"], 300, "300 is above the limit 256"),
+    (["a", "compiler_bos"], 3, "must not contain the compiler's tokens"),
+])
+def test_bad_domains(program, vocab, max_len, message):
+    with pytest.raises(Unsupported, match=message):
+        compile_graph(program("r = aggregate(select(indices, indices, ==), tokens);", "r"),
+                      vocab, max_len)
+
+
+def test_a_program_that_ignores_its_input_is_refused(program):
+    text = refusal(program, "c = indices + 1;", "c", ["a"])
+    assert "does not read its input" in text
+
+
+def test_vocab_entries_must_convert_to_the_token_kind(driver):
+    with pytest.raises(RaspError, match="entry 'x' is not a valid token for tokens_int"):
+        driver.parse_vocab(["1", "x"], "int")
