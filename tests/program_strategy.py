@@ -1,5 +1,6 @@
 """Hypothesis strategies for random, syntactically valid RASP program text.
 
+    mutated_programs() -> a program with random one-character deletions/insertions
     programs(...)     -> text of a whole program: assignments (single and multi),
                          defs with their mandatory return, for loops, expression
                          statements, comments, optionally REPL statements
@@ -184,3 +185,22 @@ def programs(draw, max_statements: int = 6, names: Sequence[str] = BASE_NAMES,
     example`, example toggles and `full seq display` (never `exit`)."""
     scope = _Scope(names)
     return _statements(draw, scope, 2, extensions, 1, max_statements, repl=repl_statements)
+
+
+# Characters a mutation inserts: all of RASP's punctuation, quotes of both kinds, '#',
+# line breaks, letters, digits, and two characters RASP never accepts.
+_MUTATION_ALPHABET = st.sampled_from(list("()[]{},;:=!<>+-*/%^#\"'._ \n\tae1") + ["é", "\x00"])
+
+
+@st.composite
+def mutated_programs(draw) -> str:
+    """A random program (extensions and REPL statements included) with one to three
+    random single-character deletions or insertions: mostly invalid text."""
+    text = draw(programs(extensions=True, repl_statements=True))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(text)))
+        if draw(st.booleans()) and at < len(text):
+            text = text[:at] + text[at + 1:]
+        else:
+            text = text[:at] + draw(_MUTATION_ALPHABET) + text[at:]
+    return text

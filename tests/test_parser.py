@@ -10,7 +10,7 @@ from ast_text import strip_spans, unparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lark import Lark
-from program_strategy import expressions, programs
+from program_strategy import expressions, mutated_programs, programs
 
 from rasp_sim import ast
 from rasp_sim.errors import RaspSyntaxError, Span
@@ -743,21 +743,6 @@ def test_unparse_round_trip(text):
     differ, the structure does not."""
     tree = parse_expression(text)
     assert strip_spans(parse_expression(unparse(tree))) == strip_spans(tree)
-
-
-_MUTATION_ALPHABET = st.sampled_from(list("()[]{},;:=!<>+-*/%^#\"'._ \n\tae1") + ["é", "\x00"])
-
-
-@st.composite
-def mutated_programs(draw):
-    text = draw(programs(extensions=True, repl_statements=True))
-    for _ in range(draw(st.integers(1, 3))):
-        at = draw(st.integers(0, len(text)))
-        if draw(st.booleans()) and at < len(text):
-            text = text[:at] + text[at + 1:]
-        else:
-            text = text[:at] + draw(_MUTATION_ALPHABET) + text[at:]
-    return text
 
 
 @FAST
