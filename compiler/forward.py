@@ -26,12 +26,9 @@ def matmul(x: Array, w: Matrix, xp: ModuleType = np) -> Array:
     contributions = flat[:, w.rows] * xp.asarray(w.values)
     if xp is np:
         out = np.zeros((flat.shape[0], w.shape[1]))
-        # Sum entries sharing a column with reduceat over column-sorted contributions.
-        order = np.argsort(w.cols, kind="stable")
-        cols = w.cols[order]
-        if cols.size:
-            starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-            out[:, cols[starts]] = np.add.reduceat(contributions[:, order], starts, axis=1)
+        order, columns, starts = w.column_runs
+        if columns.size:
+            out[:, columns] = np.add.reduceat(contributions[:, order], starts, axis=1)
     else:  # functional update (jax.numpy)
         out = xp.zeros((flat.shape[0], w.shape[1])).at[:, w.cols].add(contributions)
     return out.reshape(*x.shape[:-1], w.shape[1])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import zipfile
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Union
 
@@ -80,6 +81,15 @@ class SparseMatrix:
     @property
     def nnz(self) -> int:
         return int(self.values.size)
+
+    @cached_property
+    def column_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(order, columns, starts): entries sorted by column, and where each column's run
+        of entries starts, so x @ self is one gather and one np.add.reduceat."""
+        order = np.argsort(self.cols, kind="stable")
+        cols = self.cols[order]
+        starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]]) if cols.size else cols
+        return order, cols[starts], starts
 
     def toarray(self) -> np.ndarray:
         dense = np.zeros(self.shape)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from rasp_sim.compiler.forward import forward, matmul
@@ -38,3 +39,31 @@ def test_features_input_uses_input_proj():
     x = np.random.default_rng(1).normal(size=(2, 3, 2))
     direct = forward(model.replace(input_proj=None), x @ model.input_proj)
     np.testing.assert_allclose(forward(model, x), direct, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.slow  # importing and tracing jax takes ~10 s on a loaded 2-core machine
+def test_forward_runs_under_jax_and_differentiates_in_the_embedding():
+    """The later embedding-training experiments run this forward pass under jax.numpy and
+    differentiate with respect to E, which enters as an array, not through the dataclass."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from rasp_sim.compiler.forward import readout, residual_stream
+    from rasp_sim.compiler.universal.embed import embed
+    from rasp_sim.compiler.universal.sparse import build_sparse
+    from rasp_sim.compiler.universal.target import Shape, random_target
+
+    shape = Shape(3, 2, 2, heads=2, layers=2, residual=True)
+    ut, target = build_sparse(shape), random_target(shape, 1)
+    embedding = embed(target, ut).matrix
+    x = np.random.default_rng(0).normal(size=(2, 5, 3))
+
+    def loss(e):
+        out = readout(ut, residual_stream(ut, matmul(x, e, jnp), jnp)[-1], jnp)
+        return ((out - forward(target, x)) ** 2).sum()
+
+    with jax.enable_x64(True):
+        assert float(loss(jnp.asarray(embedding))) <= 1e-24  # exact simulation: zero loss
+        gradient = jax.grad(loss)(jnp.asarray(embedding + 0.01))
+    assert gradient.shape == embedding.shape and np.isfinite(np.asarray(gradient)).all()
+    assert np.abs(np.asarray(gradient)).max() > 0

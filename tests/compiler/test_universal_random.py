@@ -15,10 +15,11 @@ from rasp_sim.compiler.weights import AttentionBlock, AttentionHead, weights_equ
 
 from .reference import reference_features
 
-# verify.py states the tolerance: 100 cond(M) u (times the input and view scales), from the
-# backward stability of the SVD solve, with a 15x margin over the worst observed ratio.
-# The cap keeps that tolerance from going vacuous: these shapes have cond(M) < 1e6.
-TOLERANCE_CAP = 1e-7
+# verify.py states the tolerance: 100 cond(M) u times max|X| and the largest view (the
+# scale of the right-hand side), from the backward stability of the SVD solve, with a 15x
+# margin over the worst observed ratio. The cap on cond(M) keeps that tolerance from going
+# vacuous (100 cond u <= 2.2e-8 of the view scale); these small shapes stay far below it.
+CONDITION_CAP = 1e6
 
 
 def check(ut, target, lengths, seed=0):
@@ -26,7 +27,7 @@ def check(ut, target, lengths, seed=0):
     result = verify(ut, solved, target, lengths=lengths, batch=2, seed=seed,
                     reference=reference_features)
     assert result.passed, (result, solved.condition)
-    assert result.tolerance <= TOLERANCE_CAP
+    assert solved.condition <= CONDITION_CAP
     return solved
 
 
