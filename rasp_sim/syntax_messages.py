@@ -7,7 +7,7 @@ people actually make (a keyword as a name, `'a'`, `.5`, `{}` as a loop body, a m
 from __future__ import annotations
 
 from lark import Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .errors import RaspSyntaxError, Span
 
@@ -124,13 +124,13 @@ def _unexpected_token(tok: Token, expected: set[str], text: str) -> str:
     if kind == "RBRACE" and before == "{" and "DEF" in expected:
         return ("a loop body cannot be empty: put at least one statement or a comment "
                 "between '{' and '}'")
-    if expected <= {"RBRACE", "_COMMENT"}:
+    if expected and expected <= {"RBRACE", "_COMMENT"}:
         return f"unexpected {found}: 'return ...;' must be the last statement of a function body"
     if kind == "STAR" and before == "*":
         return "'**' is not an operator: power is '^'"
     if kind == "SLASH" and before == "/":
         return "'//' is not an operator: '/' is true division; use round(a / b) or '%'"
-    if kind == "EQUAL" and before in "+-*/%^":
+    if kind == "EQUAL" and before and before in "+-*/%^":
         return f"'{before}=' is not an operator: write x = x {before} ...;"
     if kind == "EQUAL":
         return "unexpected '=': only names can be assigned (a, b = ...;); comparison is '=='"

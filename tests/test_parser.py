@@ -396,6 +396,8 @@ def test_assignment_to_a_non_name():
     error = syntax_error("f(x) = 1;")
     assert where(error) == (1, 6)
     assert "only names can be assigned" in error.message and "'=='" in error.message
+    error = syntax_error("= 1;")
+    assert where(error) == (1, 1) and "only names can be assigned" in error.message
 
 
 # ------------------------------------------------------------------ expressions
