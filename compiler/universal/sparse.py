@@ -68,7 +68,26 @@ class BlockTable:
     def _order(key: tuple) -> tuple:
         # By length, then sigma, then head, Q before K; read-out blocks last (UNIVERSAL 4.4).
         (kind, *head), sigma = key
-        return (kind == "O", len(sigma), sigma, tuple(head), kind)
+        return (kind == "O", len(sigma), sigma, tuple(head), kind == "K")
+
+    def labels(self) -> tuple[str, ...]:
+        """A name per state dimension, for its contents at the input (stage 0): "Q1<0.1>[0]"
+        is the query view of head 1 still to pass heads 0 then 1 (layouts compact, tied);
+        "K@2.0<(0,1)>[0]" the key view of layer 2 head 0 still to pass layer 0 head 1
+        (residual); "O<...>" a read-out view."""
+        names = [""] * self.m
+        for key, offset in self.offsets.items():
+            if self.layout == "residual":
+                (kind, *where), path = key
+                head = f"@{where[0]}.{where[1]}" if kind != "O" else ""
+                route = ",".join(f"({l},{h})" for l, h in path)
+            else:
+                (kind, *head_index), sigma = key
+                head = "".join(map(str, head_index))
+                route = ".".join(map(str, sigma))
+            for i in range(self.widths[key]):
+                names[offset + i] = f"{kind}{head}<{route}>[{i}]"
+        return tuple(names)
 
     def columns(self, stage: int, terminal: Terminal, path: Path) -> np.ndarray:
         key = block_key(self.layout, stage, terminal, path)
@@ -122,7 +141,7 @@ def build_sparse(shape: Shape, tied: bool = False) -> Transformer:
     spec = Spec(shape, "sparse", layout, tied)
     return Transformer(layers=tuple(layers),
                        unembed=_selector(table, shape.layers, ("O", shape.layers)),
-                       causal=shape.causal,
+                       causal=shape.causal, residual_labels=table.labels(),
                        metadata=write_spec(spec, {"m": table.m, "blocks": len(table.offsets)}))
 
 

@@ -7,8 +7,6 @@ from ..weights import Transformer
 from .errors import UniversalError
 from .target import Shape
 
-LAYOUTS = ("compact", "tied", "residual")
-
 
 @dataclass(frozen=True)
 class Spec:

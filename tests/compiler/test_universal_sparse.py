@@ -164,3 +164,22 @@ def test_sparse_grid(heads, layers):
         ut = build_sparse(shape, tied)
         target = random_target(shape, heads * 10 + layers)
         assert simulation_error(ut, target, (1, 12, 32), batch=1) <= SPARSE_TOLERANCE
+
+
+def test_residual_labels_name_the_stage_zero_views():
+    ut = build_sparse(Shape(1, 1, 1, heads=2, layers=2))
+    assert ut.residual_labels == (
+        "Q0<>[0]", "K0<>[0]", "Q1<>[0]", "K1<>[0]",         # read by layer 0
+        "Q0<0>[0]", "K0<0>[0]", "Q1<0>[0]", "K1<0>[0]",     # layer 1, via head 0 of layer 0
+        "Q0<1>[0]", "K0<1>[0]", "Q1<1>[0]", "K1<1>[0]",     # layer 1, via head 1 of layer 0
+        "O<0.0>[0]", "O<0.1>[0]", "O<1.0>[0]", "O<1.1>[0]")  # read-out, one per path
+    # The labels say what E puts there: "O<1.0>" is V(layer 0, head 1) V(layer 1, head 0) U.
+    target = random_target(Shape(1, 1, 1, heads=2, layers=2), 3)
+    embedding = embed(target, ut).matrix
+    v = [[head.w_v for head in block.heads] for block in target.layers]
+    column = ut.residual_labels.index("O<1.0>[0]")
+    np.testing.assert_allclose(embedding[:, column], (v[0][1] @ v[1][0] @ target.unembed)[:, 0],
+                               rtol=1e-15)
+    column = ut.residual_labels.index("K1<0>[0]")  # V(layer 0, head 0) K(layer 1, head 1)
+    np.testing.assert_allclose(embedding[:, column],
+                               (v[0][0] @ target.layers[1].heads[1].w_k)[:, 0], rtol=1e-15)
