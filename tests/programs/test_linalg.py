@@ -165,3 +165,9 @@ def test_gauss_jordan_pivots_where_plain_elimination_would_divide_by_zero():
     assert run1("det(tokens_float, 2)", [0, 1, 1, 0]) == [-1, -1, -1, -1]
     perm = np.eye(4)[[2, 0, 3, 1]]
     assert run1("det(tokens_float, 4)", layout(perm))[0] == np.linalg.det(perm)
+
+
+def test_softmax_authors_trace():
+    # the softmax in the authors' compiled trace (CONSTRUCTIONS.md 14), 3 decimals
+    out = run1("softmax(tokens_float, 3, 3)", [-12, 2, 3, 5, 20, -60, 74, -63, 12])
+    assert [round(v, 3) for v in out] == [0.0, 0.269, 0.731, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
