@@ -2,7 +2,7 @@
 counterpart of the paper's error figure (CONSTRUCTIONS.md 14).
 
     python benchmarks/error_analysis.py [--sizes 2 4 8 16] [--samples 50]
-                                        [--exact-sizes 2 4] [--out benchmarks/results]
+                                        [--exact-sizes 2 4] [--out benchmarks/out]
 
 For each construction and each size pair (n, d) it evaluates the library program on
 `--samples` random standard-normal inputs in one batch and reports the maximum absolute
@@ -160,7 +160,7 @@ def main() -> None:
                         "evaluation time grows like n*d^2 aggregates over n*d positions")
     parser.add_argument("--exact-sizes", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--exact-samples", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
     rng = np.random.default_rng(20260623)
