@@ -4,7 +4,8 @@ One tracr expression per graph node, in the encoding tracr can compile:
 - tokens and indices are categorical; constants (`Full`) are folded into the functions and
   predicates that use them, and only a constant that stands alone becomes a map of tokens;
 - a Map of one varying input is a tracr Map (categorical output; a numerical input is
-  discretised), of two a SequenceMap (a numerical `a ± b` a LinearSequenceMap), of more a
+  discretised) and absorbs a Map it alone uses (one MLP for `length - indices - 1`), of two
+  a SequenceMap (a numerical `a ± b` a LinearSequenceMap), of more a
   chain of tuple-valued SequenceMaps;
 - a selector, composite or not, becomes ONE tracr Select: its leaves' varying keys (and
   queries) are joined into one categorical s-op, as a tuple when there are several
@@ -48,7 +49,8 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int,
     check_graph(root)
     kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
     kind = kinds.pop() if kinds else (tokens_kind or "str")
-    translator = _Translator(ValueSets(vocab, max_len))
+    consumers = {id(n): d for n, d in g.to_networkx(root).out_degree()}
+    translator = _Translator(ValueSets(vocab, max_len), consumers)
     sink = translator.sop(root)
     return Translation(sink, translator.value_sets, kind)
 
@@ -95,8 +97,9 @@ def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding |
 
 
 class _Translator:
-    def __init__(self, value_sets: ValueSets):
+    def __init__(self, value_sets: ValueSets, consumers: dict[int, int]):
         self.value_sets = value_sets
+        self.consumers = consumers  # how many nodes use each node (fusion needs exactly 1)
         self.memo: dict[int, rasp.SOp] = {}
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
         self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
@@ -164,7 +167,8 @@ class _Translator:
         return self.converted[key]
 
     # -- maps
-    def _map(self, node: g.Map) -> rasp.SOp:
+    def _operands(self, node: g.Map) -> tuple[list[g.SOp], Callable[..., Any]]:
+        """The node's distinct varying inputs, and its function of them (constants folded)."""
         fn = atom_function(node)
         varying: list[g.SOp] = []
         for x in node.inputs:
@@ -175,20 +179,43 @@ class _Translator:
 
         def apply(*xs: Any) -> Any:
             return fn(*[c if s is None else xs[s] for c, s in zip(fixed, slots)])
+        return varying, apply
 
+    def _is_linear(self, node: g.Map, varying: list[g.SOp]) -> bool:
+        """`a ± b` of two numerical s-ops: a LinearSequenceMap (exact, no value set)."""
+        return (len(varying) == 2 and node.op in ("+", "-") and list(node.inputs) == varying
+                and all(rasp.is_numerical(self.sop(v)) for v in varying))
+
+    def _fusable(self, node: g.SOp) -> bool:
+        """A Map used only by one other Map is folded into it: one MLP instead of two."""
+        if not isinstance(node, g.Map) or self.consumers.get(id(node), 0) != 1:
+            return False
+        if id(node) in self.memo or self.constant(node) is not _CONSTANT:
+            return False
+        if patterns.selector_width_of(node) is not None:
+            return False
+        return not self._is_linear(node, self._operands(node)[0])
+
+    def _map(self, node: g.Map, after: Callable[[Any], Any] | None = None,
+             outer: g.Map | None = None) -> rasp.SOp:
+        """Lower `node`, followed by `after` when `node` was fused into its user `outer`."""
+        varying, inner = self._operands(node)
+        apply = inner if after is None else (lambda *xs: after(inner(*xs)))
+        name = outer or node
+        if len(varying) == 1 and self._fusable(varying[0]):
+            return self._map(varying[0], total(apply), name)
         if len(varying) == 1:
-            return _named(rasp.Map(total(apply), self.sop(varying[0]), simplify=False), node, CAT)
-        if (len(varying) == 2 and node.op in ("+", "-") and slots == [0, 1]
-                and all(rasp.is_numerical(self.sop(v)) for v in varying)):
+            return _named(rasp.Map(total(apply), self.sop(varying[0]), simplify=False), name, CAT)
+        if after is None and self._is_linear(node, varying):
             sign = 1 if node.op == "+" else -1
             linear = rasp.LinearSequenceMap(self.sop(varying[0]), self.sop(varying[1]), 1, sign)
             return _named(linear, node, NUM)
         operands = [self.as_encoding(v, CAT) for v in varying]
         if len(operands) == 2:
-            return _named(rasp.SequenceMap(total(apply), *operands), node, CAT)
+            return _named(rasp.SequenceMap(total(apply), *operands), name, CAT)
         head = self.tuple_of(varying[:-1])
         return _named(rasp.SequenceMap(total(lambda t, z: apply(*t, z)), head, operands[-1]),
-                      node, CAT)
+                      name, CAT)
 
     def tuple_of(self, nodes: Sequence[g.SOp]) -> rasp.SOp:
         """One categorical s-op whose value is the tuple of the nodes' values."""
