@@ -2,7 +2,7 @@
 
 Public API:
 
-- `Interpreter(*, exact=False, strict=False, repl=False, output=None, example="hello")`
+- `Interpreter(*, exact=False, strict=False, repl=False, output=None, example=None)`
   - `exact`: float literals are Fractions and atom arithmetic is exact (`1/3*3 == 1`);
   - `strict`: no extensions (`exp`, `sum`, `aggregate (` ...: "Undefined variable");
   - `repl`: REPL mode (LANGUAGE.md 6.14): every s-op/selector subexpression is checked
@@ -10,8 +10,8 @@ Public API:
     statement displays its result; otherwise *run mode*: no check, and only expression
     statements, `draw` and `show example` display;
   - `output`: a callable taking one line of text, or a stream with `write`; default stdout;
-  - `example`: the running example (REPL default "hello"). In run mode it defaults to
-    None (no running example) until the program runs `set example`.
+  - `example`: the running example; by default "hello" in the REPL, and none in run
+    mode until the program runs `set example`.
 - `run_source(text, file)`, `run_file(path)`: run a whole program in the top scope.
 - `execute(statement)`: run one parsed statement in the top scope (the REPL's entry).
 - `lookup(name)`: a top-level binding (RaspNameError if unbound).
@@ -93,14 +93,14 @@ class Interpreter:
         strict: bool = False,
         repl: bool = False,
         output: Callable[[str], Any] | TextIO | None = None,
-        example: Any = "hello",
+        example: Any = None,
     ):
         self.exact = exact
         self.strict = strict
         self.repl = repl
         self._write = _writer(output)
-        if not repl and example == "hello":
-            example = None  # run mode: no running example unless the program sets one
+        if example is None and repl:
+            example = "hello"  # run mode has no running example unless the program sets one
         self.sop_example: Any = example
         self.selector_example: Any = example
         self.settings = DisplaySettings()
@@ -222,10 +222,7 @@ class Interpreter:
     # ------------------------------------------------------------------ statements
 
     def _exec(self, statement: ast.Statement, env: Environment) -> list[_Result]:
-        try:
-            method = _STATEMENTS[type(statement)]
-        except KeyError:  # pragma: no cover - the parser only builds known nodes
-            raise RaspTypeError(f"unknown statement {type(statement).__name__}", statement.span)
+        method = _STATEMENTS[type(statement)]
         self._pending.append([])
         try:
             return method(self, statement, env)
@@ -350,7 +347,7 @@ class Interpreter:
         if library is not None and self.strict:
             # the library's portable versions come first (programs/numerics.rasp)
             folders.append(library / "strict")
-        if self._files and self._files[-1].parent != Path(""):
+        if self._files:
             folders.append(self._files[-1].parent)  # extension: relative to the loader
         if library is not None:
             folders.append(library)  # extension: the bundled library, `load "linalg";`
