@@ -132,3 +132,18 @@ def test_stock_rejects_length(driver, program):
     assert result.report.ok
     from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [list("ab"), list("abba")]) == [[2, 2], [4, 4, 4, 4]]
+
+
+def test_stock_categorical_mean_over_a_wide_selector_is_an_argmax(driver, program):
+    # A categorical aggregate where a query selects two keys: stock averages the one-hots
+    # and decodes the arg-max; RASP's value is the mean 1.5 of [1, 2].
+    everyone = rasp.Aggregate(rasp.Select(rasp.tokens, rasp.tokens, rasp.Comparison.TRUE),
+                              rasp.tokens)
+    assert stock(everyone, {1, 2}, 2, [1, 2]) != [1.5, 1.5]
+    # rasp-sim: numbers averaged by a selector that may select several keys are numerical.
+    result = driver.compile_program(program(
+        "tokens = tokens_int; m = aggregate(select(tokens, tokens, <=), tokens);", "m"),
+        [1, 2], 2)
+    assert result.report.ok
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
+    assert run_weights(result.weights, [[1, 2]])[0] == pytest.approx([1.0, 1.5], abs=1e-12)
