@@ -12,8 +12,7 @@
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import networkx as nx
@@ -45,7 +44,6 @@ class Compiled:
     max_len: int
     causal: bool
     mlp_exactness: float
-    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def categorical_output(self) -> bool:
@@ -79,15 +77,11 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     check_vocab(vocab, max_len)
     if BOS in vocab or PAD in vocab:
         raise Unsupported("vocabulary", f"must not contain the compiler's tokens {BOS!r}, {PAD!r}")
-    seconds: dict[str, float] = {}
-    start = time.perf_counter()
     translation = translate(root, vocab, max_len)
     extracted = rasp_to_graph.extract_rasp_graph(translation.sink)
     graph = extracted.graph
     exactness = annotate_graph(graph, translation.value_sets)
-    seconds["translate"] = time.perf_counter() - start
 
-    start = time.perf_counter()
     bos_direction = bases.BasisDirection(rasp.tokens.label, BOS)
     own = [n for n in graph.nodes if _needs_own_block(graph.nodes[n][nodes.EXPR])]
     for node_id in own:
@@ -102,9 +96,8 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
         graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id, bos_direction,
                                                              causal)
     craft_model = craft_graph_to_model.craft_graph_to_model(graph, extracted.sources)
-    seconds["craft"] = time.perf_counter() - start
     return Compiled(translation, graph, extracted.sink, craft_model, tuple(vocab), max_len,
-                    causal, exactness, seconds)
+                    causal, exactness)
 
 
 def _needs_own_block(expr: Any) -> bool:
