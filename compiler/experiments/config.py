@@ -32,4 +32,8 @@ class RunConfig:
         return cls(**{**data, "sizes": Sizes(**data["sizes"])})
 
     def name(self) -> str:
-        return f"{self.task}-{self.variant}-seed{self.seed}"
+        """A unique, file-safe run name (the run's output folder)."""
+        s = self.sizes
+        hops = self.task_options.get("max_hops")
+        return (f"{self.task}-H{s.heads}L{s.layers}k{s.head_dim}c{s.out_dim}"
+                f"{'' if hops is None else f'-hops{hops}'}-{self.variant}-seed{self.seed}")

@@ -23,6 +23,7 @@ import optax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from .. import forward  # noqa: E402
+from ..weights import SparseMatrix, as_dense  # noqa: E402
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
@@ -31,14 +32,20 @@ from .tasks import Batch, make_task  # noqa: E402
 
 CHECKPOINT = "checkpoint.npz"
 EVAL_CHUNK = 250
+CURVE_EVAL_SIZE = 1000  # the curves use the first 1000 test samples; final results all
+DENSE_LIMIT = 2048
 
 
 def logits_fn(backbone: Backbone):
     """(params, ids) -> logits (B, N, vocab): the project's forward pass under jax.numpy."""
     model = backbone.model
+    # XLA's CPU scatter (the sparse product) is far slower than a dense product while the
+    # dense matrix is small: densify the fixed 0/1 matrices up to m = DENSE_LIMIT.
+    dense = {name: as_dense(value) for name, value in named_arrays(model).items()
+             if isinstance(value, SparseMatrix) and model.width <= DENSE_LIMIT}
 
     def logits(params: dict, ids):
-        blocks, final_norm = rebuild_blocks(model, params)
+        blocks, final_norm = rebuild_blocks(model, {**dense, **params})
         stream = params["token_embed"][ids] + params["pos_embed"][: ids.shape[-1]]
         for block in blocks:
             stream = forward.apply_block(stream, block, model.causal, jnp)
@@ -91,6 +98,8 @@ class Trainer:
         self.curves: list[dict] = []
         self.elapsed = 0.0
         self.test = self.task.test_set()
+        self.curve_set = Batch(*(a[:CURVE_EVAL_SIZE] for a in (
+            self.test.inputs, self.test.targets, self.test.weights, self.test.groups)))
         logits = logits_fn(self.backbone)
 
         def loss(params, inputs, targets, weights):
@@ -214,7 +223,8 @@ class Trainer:
                     self.curves.append({"step": self.step,
                                         "train_loss": float(np.mean([w[0] for w in window])),
                                         "train_accuracy": float(np.mean([w[1] for w in window])),
-                                        **{f"test_{k}": v for k, v in self.evaluate().items()
+                                        **{f"test_{k}": v for k, v in
+                                           self.evaluate(self.curve_set).items()
                                            if k != "accuracy_by_group"}})
                     window = []
                 if out_dir is not None and config.checkpoint_every and \

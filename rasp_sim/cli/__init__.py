@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "rasp_sim.cli.repl",
     "rasp_sim.cli.universal",
     "rasp_sim.cli.compile",
+    "rasp_sim.cli.experiment",
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2

@@ -1,0 +1,89 @@
+"""The run plans of `rasp-sim experiment TASK --budget ci|small|paper`.
+
+- paper: the precursors' settings (UNIVERSAL.md 10.3): Dyck-1 as Zhong & Andreas
+  (H=4, L=2, k=4, c=16, m=416; AdamW lr 1e-3, wd 1e-3, 500 warm-up steps, cosine, batch
+  1000, 10,000 steps, clip 1.0, seed 43); k-hop as Sanford et al. (AdamW lr 1e-4, batch 32,
+  100,001 steps, 1,000 linear warm-up steps then linear decay, data seed 4444) over
+  max_hops in {1, 2, 4, 8} with L = ceil(log2 max_hops) + 2 (k = 16 would need L = 6,
+  outside the protocol's L <= 5) and H in {1, 2}.
+- small: every backbone, both tasks, 3 seeds, sized to finish in about an hour on 2 CPU
+  cores: smaller UTs, fewer steps and a larger learning rate than the paper. Its numbers
+  are rasp-sim's own and are not comparable step for step with the paper's.
+- ci: one short run per task (the CI smoke test of UNIVERSAL.md 10.3: 200 Dyck-1 steps).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .backbones import VARIANTS, Sizes
+from .config import RunConfig
+from .errors import ExperimentError
+
+BUDGETS = ("ci", "small", "paper")
+TASKS = ("dyck1", "khop")
+
+
+def _paper(task: str) -> list[RunConfig]:
+    if task == "dyck1":
+        return [RunConfig("dyck1", "S-A", Sizes(4, 2, 4, 16), seed=43, steps=10_000, batch=1000,
+                          lr=1e-3, weight_decay=1e-3, warmup=500, schedule="cosine", clip=1.0,
+                          data_seed=43, eval_every=250, checkpoint_every=500)]
+    plans = []
+    for max_hops in (1, 2, 4, 8):
+        layers = math.ceil(math.log2(max_hops)) + 2
+        for heads in (1, 2):
+            plans.append(RunConfig("khop", "S-A", Sizes(heads, layers, 4, 8), seed=0,
+                                   task_options={"max_hops": max_hops, "test_size": 2000},
+                                   steps=100_001, batch=32, lr=1e-4, weight_decay=1e-3,
+                                   warmup=1000, schedule="linear", clip=1.0, data_seed=4444,
+                                   eval_every=2000, checkpoint_every=5000))
+    return plans
+
+
+def _small(task: str) -> list[RunConfig]:
+    if task == "dyck1":
+        return [RunConfig("dyck1", "S-A", Sizes(4, 2, 2, 2), steps=500, batch=32, lr=3e-3,
+                          warmup=50, schedule="cosine", data_seed=43, eval_every=100,
+                          checkpoint_every=250)]
+    return [RunConfig("khop", "S-A", Sizes(2, 3, 2, 4), steps=400, batch=32, lr=3e-3,
+                      warmup=40, schedule="linear", data_seed=4444, eval_every=100,
+                      checkpoint_every=200, task_options={"max_hops": 2, "test_size": 500})]
+
+
+def _ci(task: str) -> list[RunConfig]:
+    if task == "dyck1":
+        return [RunConfig("dyck1", "R-A", Sizes(2, 2, 2, 4), steps=200, batch=32, lr=3e-3,
+                          warmup=20, data_seed=43, eval_every=50,
+                          task_options={"test_size": 1000})]
+    return [RunConfig("khop", "R-A", Sizes(1, 2, 2, 4), steps=200, batch=16, lr=3e-3,
+                      warmup=20, schedule="linear", data_seed=4444, eval_every=50,
+                      task_options={"max_hops": 1, "test_size": 250})]
+
+
+SEEDS = {"ci": (0,), "small": (0, 1, 2), "paper": (43, 44, 45)}
+DEFAULT_VARIANTS = {"ci": None, "small": VARIANTS, "paper": VARIANTS}
+
+
+def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,
+         seeds: tuple[int, ...] | None = None) -> list[RunConfig]:
+    """Every run of `budget` for `task` ("all" for both), one per variant, seed and setting."""
+    if budget not in BUDGETS:
+        raise ExperimentError(f"budget: unknown budget {budget!r}; known: {', '.join(BUDGETS)}")
+    if task not in (*TASKS, "all"):
+        raise ExperimentError(f"task: unknown task {task!r}; known tasks: "
+                              f"{', '.join(TASKS)}, all")
+    for variant in variants or ():
+        if variant not in VARIANTS:
+            raise ExperimentError(f"backbone: unknown backbone {variant!r}; "
+                                  f"known backbones: {', '.join(VARIANTS)}")
+    builder = {"ci": _ci, "small": _small, "paper": _paper}[budget]
+    runs = []
+    for name in (TASKS if task == "all" else (task,)):
+        for base in builder(name):
+            chosen = variants or DEFAULT_VARIANTS[budget] or (base.variant,)
+            for variant in chosen:
+                for seed in (seeds if seeds is not None else
+                             (base.seed,) if budget == "ci" else SEEDS[budget]):
+                    runs.append(replace(base, variant=variant, seed=seed))
+    return runs

@@ -1,0 +1,95 @@
+"""Result files and the comparison table (rasp-sim's numbers next to the paper's)."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .backbones import VARIANTS
+
+RESULT = "result.json"
+
+# UNIVERSAL.md 10.1: from descriptions of the paper, not its tables (unverified).
+REPORTED = {
+    ("dyck1", "S-A"): "100%",
+    ("dyck1", "R-A"): "94.4%",
+    ("dyck1", "F"): "below both UTs (attention-only F)",
+    ("khop", "S-A"): "~30-40% (UTs not separated)",
+    ("khop", "R-A"): "~30-40% (UTs not separated)",
+    ("khop", "S-RL"): "100%",
+    ("khop", "R-RL"): "85.7%-96.1%",
+    ("khop", "R-RLM"): "above R-RL",
+    ("khop", "F"): "~99% (attention-only F)",
+}
+
+
+def write_result(directory: Path, result: dict) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / RESULT
+    path.write_text(json.dumps(result, indent=1))
+    return path
+
+
+def read_result(directory: Path) -> dict | None:
+    path = directory / RESULT
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _setting(result: dict) -> str:
+    sizes = result["config"]["sizes"]
+    hops = result["config"]["task_options"].get("max_hops")
+    text = f"H={sizes['heads']} L={sizes['layers']} k={sizes['head_dim']} c={sizes['out_dim']}"
+    return text + (f" max_hops={hops}" if hops is not None else "")
+
+
+def summarise(results: list[dict]) -> list[dict]:
+    """One row per (task, setting, variant): accuracy mean and std over seeds."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for result in results:
+        if result.get("finished"):
+            config = result["config"]
+            groups[(config["task"], _setting(result), config["variant"])].append(result)
+    rows = []
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    for (task, setting, variant), runs in sorted(groups.items(),
+                                                 key=lambda item: (item[0][0], item[0][1],
+                                                                   order[item[0][2]])):
+        accuracy = np.array([r["final"]["accuracy"] for r in runs])
+        by_group: dict[str, list[float]] = defaultdict(list)
+        for run in runs:
+            for group, value in run["final"]["accuracy_by_group"].items():
+                by_group[group].append(value)
+        rows.append({
+            "task": task, "setting": setting, "variant": variant,
+            "seeds": [r["config"]["seed"] for r in runs],
+            "accuracy_mean": float(accuracy.mean()),
+            "accuracy_std": float(accuracy.std(ddof=1)) if len(runs) > 1 else 0.0,
+            "accuracy_by_group_mean": {g: float(np.mean(v)) for g, v in sorted(
+                by_group.items(), key=lambda item: int(item[0]))},
+            "majority_baseline": runs[0]["majority_baseline"],
+            "m": runs[0]["m"], "parameters": runs[0]["parameters"],
+            "trainable": runs[0]["trainable"],
+            "steps": runs[0]["config"]["steps"],
+            "wall_time_s_mean": float(np.mean([r["wall_time_s"] for r in runs])),
+            "reported": REPORTED.get((task, variant), "-"),
+        })
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    lines = ["| task | setting | backbone | accuracy (mean ± std) | seeds | by k (mean) | "
+             "majority | m | trainable / total params | time/run | paper (reported, unverified) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        by_group = row["accuracy_by_group_mean"]
+        groups = " ".join(f"{g}:{100 * v:.0f}" for g, v in by_group.items()) \
+            if row["task"] == "khop" else "-"
+        lines.append(
+            f"| {row['task']} | {row['setting']} | {row['variant']} | "
+            f"{100 * row['accuracy_mean']:.1f} ± {100 * row['accuracy_std']:.1f}% | "
+            f"{len(row['seeds'])} | {groups} | {100 * row['majority_baseline']:.1f}% | "
+            f"{row['m']} | {row['trainable']:,} / {row['parameters']:,} | "
+            f"{row['wall_time_s_mean']:.0f} s | {row['reported']} |")
+    return "\n".join(lines) + "\n"

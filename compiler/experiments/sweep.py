@@ -1,0 +1,77 @@
+"""Many runs: in this process one after another, or on a Dask cluster (local by default,
+or an existing scheduler), one run per task. Each run writes <out>/<run name>/result.json
+and its checkpoint; `resume` reuses finished runs and continues interrupted ones."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .config import RunConfig
+from .errors import ExperimentError
+from .results import read_result, write_result
+from .train import CHECKPOINT
+
+
+def run_one(config: dict, out_dir: str, resume: bool, progress: bool) -> dict:
+    """One run (picklable, so a Dask worker can call it); the result dict."""
+    from .train import train  # jax loads in the worker, after its thread settings
+    run = RunConfig.from_dict(config)
+    directory = Path(out_dir) / run.name()
+    if resume:
+        previous = read_result(directory)
+        if previous is not None and previous.get("finished") and previous["config"] == config:
+            return previous
+    result = train(run, directory, resume=resume and (directory / CHECKPOINT).exists(),
+                   progress=progress)
+    write_result(directory, result)
+    return result
+
+
+def sweep(configs: list[RunConfig], out_dir: Path, workers: int = 1,
+          scheduler: str | None = None, resume: bool = False, progress: bool = True,
+          report: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
+          ) -> tuple[list[dict], list[str]]:
+    """Run every config; (results, failures) where a failure is "run name: message"."""
+    jobs = [config.to_dict() for config in configs]
+    if workers <= 1 and scheduler is None:
+        results, failures = [], []
+        for config, job in zip(configs, jobs):
+            try:
+                results.append(run_one(job, str(out_dir), resume, progress))
+                report(f"done {config.name()}")
+            except ExperimentError as error:
+                failures.append(f"{config.name()}: {error.message}")
+        return results, failures
+    return _dask(configs, jobs, out_dir, workers, scheduler, resume, report)
+
+
+def _dask(configs, jobs, out_dir, workers, scheduler, resume, report):
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise ExperimentError("workers: parallel sweeps run on Dask; install the train extra "
+                              "(pip install 'rasp-sim[train]') or use --workers 1") from None
+    cluster = None
+    if scheduler is None:
+        # One single-threaded process per worker: the runs themselves are the parallelism.
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    client = Client(scheduler if scheduler is not None else cluster)
+    try:
+        futures = {client.submit(run_one, job, str(out_dir), resume, False, pure=False): config
+                   for job, config in zip(jobs, configs)}
+        results, failures = [], []
+        for future in as_completed(futures):
+            name = futures[future].name()
+            try:
+                results.append(future.result())
+                report(f"done {name} ({len(results) + len(failures)}/{len(jobs)})")
+            except ExperimentError as error:
+                failures.append(f"{name}: {error.message}")
+                report(f"failed {name}: {error.message}")
+        return results, failures
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

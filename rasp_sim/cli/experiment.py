@@ -1,0 +1,83 @@
+"""`rasp-sim experiment`: train the embedding of frozen (universal) transformers.
+
+    rasp-sim experiment dyck1|khop|all --budget ci|small|paper [--backbone V ...]
+                        [--seeds S ...] [--out DIR] [--workers N | --scheduler ADDRESS]
+                        [--resume] [--no-progress] [--json]
+
+One run goes straight through the trainer; several run one after another, or on Dask with
+--workers N (a local cluster) or --scheduler ADDRESS (an existing cluster). Writes
+DIR/<run>/result.json per run, DIR/summary.json, DIR/table.md and DIR/curves-<task>.png.
+JAX and optax (the train extra) are imported inside the handler.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "experiment", help="train embeddings of frozen universal transformers (Dyck-1, k-hop)",
+        description="Reproduce UNIVERSAL.md 10: train only the embedding and unembedding of "
+                    "frozen sparse or random transformers (and a fully trained baseline).")
+    parser.add_argument("task", metavar="TASK", help="dyck1, khop or all")
+    parser.add_argument("--budget", choices=("ci", "small", "paper"), default="ci",
+                        help="ci: one short run per task; small: every backbone x 3 seeds "
+                        "(about an hour on 2 cores); paper: the precursors' settings")
+    parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",
+                        help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
+                        "the budget's)")
+    parser.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds to run")
+    parser.add_argument("--out", default="rasp-sim-experiments", metavar="DIR",
+                        help="output folder (default ./rasp-sim-experiments/BUDGET)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="parallel runs on a local Dask cluster (default 1: in this process)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on an existing Dask scheduler, e.g. tcp://host:8786")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse finished runs and continue interrupted ones from checkpoints")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from rasp_sim.compiler.experiments.budgets import plan
+    from rasp_sim.compiler.experiments.errors import ExperimentError
+    from rasp_sim.compiler.experiments.results import markdown_table, summarise
+
+    from . import UsageError
+
+    if args.workers < 1:
+        raise UsageError(f"--workers: must be at least 1, got {args.workers}")
+    configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
+                   tuple(args.seeds) if args.seeds else None)
+    try:
+        from rasp_sim.compiler.experiments.plot import plot_curves
+        from rasp_sim.compiler.experiments.sweep import sweep
+    except ImportError as error:
+        raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
+                              f"pip install 'rasp-sim[train]'") from None
+    out = Path(args.out) if args.out != "rasp-sim-experiments" else Path(args.out) / args.budget
+    results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
+                              progress=not args.no_progress)
+    rows = summarise(results)
+    plots = []
+    for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):
+        plots.append(str(plot_curves([r for r in results if r["config"]["task"] == task],
+                                     out / f"curves-{task}.png", task)))
+    summary = {"budget": args.budget, "runs": len(configs), "rows": rows,
+               "failures": failures, "plots": plots}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "table.md").write_text(markdown_table(rows))
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(markdown_table(rows), end="")
+        print(f"results in {out}/ (summary.json, table.md, {', '.join(Path(p).name for p in plots)})")
+    for failure in failures:
+        print(f"experiment error: {failure}", file=sys.stderr)
+    return 1 if failures else 0

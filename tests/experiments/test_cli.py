@@ -1,0 +1,98 @@
+"""`rasp-sim experiment` end to end: the ci budget (run by the tests, as UNIVERSAL.md 10.3
+asks), the run plans, resumption and the error cases."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("optax")
+
+from rasp_sim.cli import main  # noqa: E402
+from rasp_sim.compiler.experiments.backbones import VARIANTS  # noqa: E402
+from rasp_sim.compiler.experiments.budgets import plan  # noqa: E402
+from rasp_sim.compiler.experiments.errors import ExperimentError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ci")
+    code = main(["experiment", "dyck1", "--budget", "ci", "--out", str(out), "--no-progress"])
+    return code, out
+
+
+def test_ci_budget_dyck1_beats_the_majority_baseline(ci_run):
+    code, out = ci_run
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    (row,) = summary["rows"]
+    assert row["task"] == "dyck1" and row["steps"] == 200
+    assert row["accuracy_mean"] > row["majority_baseline"] + 0.05
+    assert 0.45 < row["majority_baseline"] < 0.6
+
+
+def test_ci_budget_writes_results_table_and_plot(ci_run):
+    _, out = ci_run
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    result = json.loads((run_dir / "result.json").read_text())
+    for key in ("config", "curves", "final", "m", "parameters", "trainable", "wall_time_s",
+                "majority_baseline"):
+        assert key in result
+    assert result["test_size"] == 1000 and len(result["curves"]) == 4
+    assert (out / "curves-dyck1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (out / "table.md").read_text()
+    assert "| dyck1 | H=2 L=2 k=2 c=4 | R-A |" in table and "94.4%" in table
+
+
+def test_resume_reuses_finished_runs(ci_run, capsys):
+    code, out = ci_run
+    before = (out / "summary.json").read_text()
+    assert main(["experiment", "dyck1", "--budget", "ci", "--out", str(out), "--no-progress",
+                 "--resume"]) == 0
+    assert json.loads((out / "summary.json").read_text())["rows"] == json.loads(before)["rows"]
+
+
+def test_plans_cover_the_comparison_table():
+    small = plan("all", "small")
+    assert len(small) == 2 * len(VARIANTS) * 3
+    assert {(c.task, c.variant) for c in small} == {(t, v) for t in ("dyck1", "khop")
+                                                   for v in VARIANTS}
+    assert len({c.name() for c in small}) == len(small)
+    paper = plan("dyck1", "paper", variants=("S-A",))
+    assert [(c.steps, c.batch, c.lr, c.warmup, c.seed) for c in paper] == \
+        [(10_000, 1000, 1e-3, 500, 43), (10_000, 1000, 1e-3, 500, 44),
+         (10_000, 1000, 1e-3, 500, 45)]
+    hops = plan("khop", "paper", variants=("R-RL",), seeds=(0,))
+    assert [(c.task_options["max_hops"], c.sizes.layers) for c in hops][::2] == \
+        [(1, 2), (2, 3), (4, 4), (8, 5)]
+
+
+def test_plan_errors_name_the_choices():
+    with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, paper"):
+        plan("dyck1", "huge")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["experiment", "dyck2"], "experiment error: task: unknown task 'dyck2'; known tasks: "
+                              "dyck1, khop, all"),
+    (["experiment", "khop", "--backbone", "Z"], "experiment error: backbone: unknown backbone "
+                                                "'Z'; known backbones: S-A, R-A, S-RL"),
+])
+def test_bad_task_or_backbone_exits_1_with_a_clear_message(argv, message, capsys):
+    assert main(argv) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_bad_worker_count_is_a_usage_error(capsys):
+    assert main(["experiment", "dyck1", "--workers", "0"]) == 2
+    assert "--workers: must be at least 1, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_sweep_runs_on_a_local_dask_cluster(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    assert main(["experiment", "khop", "--budget", "ci", "--backbone", "S-A", "--backbone",
+                 "R-A", "--out", str(tmp_path), "--workers", "2", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [row["variant"] for row in summary["rows"]] == ["S-A", "R-A"]
+    assert all(set(row["accuracy_by_group_mean"]) == {"0", "1"} for row in summary["rows"])
