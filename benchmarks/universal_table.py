@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
+
+# The forward passes here are many small batched products; multi-threaded OpenBLAS spends
+# them spinning (77x slower measured on a loaded 2-core machine). Must precede numpy's import;
+# set the variable yourself to override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from rasp_sim.compiler.universal.embed import embed
 from rasp_sim.compiler.universal.gaussian import build_random
