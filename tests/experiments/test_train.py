@@ -104,3 +104,26 @@ def test_non_finite_loss_stops_with_the_step_and_cause():
 def test_unknown_schedule_is_a_clear_error():
     with pytest.raises(ExperimentError, match="unknown schedule 'step'; known: cosine, linear"):
         Trainer(config(schedule="step"))
+
+
+def test_keyboard_interrupt_writes_a_checkpoint_and_says_how_to_resume(tmp_path, monkeypatch):
+    trainer = Trainer(config(steps=8))
+    real = trainer.task.train_batch
+
+    def interrupted(size, rng):
+        if trainer.step == 4:
+            raise KeyboardInterrupt
+        return real(size, rng)
+
+    monkeypatch.setattr(trainer.task, "train_batch", interrupted)
+    with pytest.raises(ExperimentError, match=r"interrupted at step 4; checkpoint written to "
+                                              r".*checkpoint.npz; continue with --resume"):
+        trainer.run(out_dir=tmp_path, progress=False)
+    resumed = train(config(steps=8), out_dir=tmp_path, resume=True, progress=False)
+    assert resumed["finished"] and resumed["step"] == 8
+    with pytest.raises(ExperimentError, match="no output directory, so no checkpoint: this run "
+                                              "cannot be resumed"):
+        fresh = Trainer(config(steps=8))
+        monkeypatch.setattr(fresh.task, "train_batch",
+                            lambda size, rng: (_ for _ in ()).throw(KeyboardInterrupt))
+        fresh.run(progress=False)
