@@ -32,9 +32,9 @@ def build_random(shape: Shape, seed: int, tied: bool = False, m: int | None = No
                              rng.normal(size=(size, shape.head_dim)),
                              rng.normal(scale=1 / np.sqrt(size), size=(size, size)))
 
-    shared = tuple(head() for _ in range(shape.heads))
+    shared = tuple(head() for _ in range(shape.heads)) if tied else None
     layers = tuple(
-        AttentionBlock(shared if tied else tuple(head() for _ in range(shape.heads)),
+        AttentionBlock(shared or tuple(head() for _ in range(shape.heads)),
                        scale=1.0, residual=shape.residual)
         for _ in range(shape.layers))
     spec = Spec(shape, "random", "tied" if tied else "untied", tied, seed)

@@ -11,7 +11,7 @@ from rasp_sim.compiler.universal.paths import constraint_count
 from rasp_sim.compiler.universal.sparse import build_sparse
 from rasp_sim.compiler.universal.target import Shape, random_target
 from rasp_sim.compiler.universal.verify import verify
-from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, SparseMatrix, as_dense,
+from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, SparseMatrix,
                                        load, save, weights_equal)
 
 from .reference import reference_features
