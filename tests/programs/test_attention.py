@@ -32,6 +32,18 @@ def single_head_input(n, d, dk, dv, kind, seed):
 @FAST
 @given(n=small, d=small, dk=small, dv=small, scaled=st.booleans(), kind=u_kinds, seed=seeds)
 def test_single_head_u(n, d, dk, dv, scaled, kind, seed):
+    check_single_head_u(n, d, dk, dv, scaled, kind, seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 6), d=st.integers(1, 6), dk=st.integers(1, 6), dv=st.integers(1, 6),
+       scaled=st.booleans(), kind=u_kinds, seed=seeds)
+def test_single_head_u_sweep(n, d, dk, dv, scaled, kind, seed):
+    check_single_head_u(n, d, dk, dv, scaled, kind, seed)
+
+
+def check_single_head_u(n, d, dk, dv, scaled, kind, seed):
     (x, wq, wk, wv), inp = single_head_input(n, d, dk, dv, kind, seed)
     tau_text, tau = (f"1 / sqrt({dk})", 1 / np.sqrt(dk)) if scaled else ("1", 1.0)
     ref = attention_ref(x, wq, wk, wv, tau).ravel()
