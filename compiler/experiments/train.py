@@ -28,7 +28,7 @@ from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  #
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
-from .tasks import Batch, make_task  # noqa: E402
+from .tasks import Batch, majority_accuracy, make_task  # noqa: E402
 
 CHECKPOINT = "checkpoint.npz"
 EVAL_CHUNK = 250
@@ -168,10 +168,9 @@ class Trainer:
         except (OSError, ValueError, KeyError) as error:
             raise ExperimentError(f"resume: checkpoint {path} is corrupt ({error}); "
                                   f"this run cannot be resumed") from None
-        saved = header["config"]
-        if saved != json.loads(json.dumps(self.config.to_dict())):
-            diff = sorted(k for k in saved if saved[k] != json.loads(json.dumps(
-                self.config.to_dict()))[k])
+        saved, current = header["config"], json.loads(json.dumps(self.config.to_dict()))
+        if saved != current:
+            diff = sorted(k for k in current if saved.get(k) != current[k])
             raise ExperimentError(f"resume: checkpoint {path} was written by a different run "
                                   f"(settings differ: {', '.join(diff)}); cannot resume")
         treedef = jax.tree_util.tree_structure((self.params, self.opt_state))
@@ -253,7 +252,7 @@ class Trainer:
         final = self.evaluate()
         return {"config": self.config.to_dict(), "finished": True, "step": self.step,
                 "m": self.backbone.m, **self.backbone.parameter_counts(),
-                "majority_baseline": self.task.majority_accuracy(self.test),
+                "majority_baseline": majority_accuracy(self.test),
                 "test_size": len(self.test), "final": final, "curves": self.curves,
                 "wall_time_s": self.elapsed}
 

@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
                         "the budget's)")
     parser.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds to run")
-    parser.add_argument("--out", default="rasp-sim-experiments", metavar="DIR",
+    parser.add_argument("--out", metavar="DIR",
                         help="output folder (default ./rasp-sim-experiments/BUDGET)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="parallel runs on a local Dask cluster (default 1: in this process)")
@@ -60,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
                               f"pip install 'rasp-sim[train]'") from None
-    out = Path(args.out) if args.out != "rasp-sim-experiments" else Path(args.out) / args.budget
+    out = Path(args.out) if args.out else Path("rasp-sim-experiments") / args.budget
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
                               progress=not args.no_progress)
     rows = summarise(results)

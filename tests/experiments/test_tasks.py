@@ -133,3 +133,11 @@ def test_unknown_task_and_bad_hops_are_clear_errors():
         make_task("dyck2")
     with pytest.raises(ExperimentError, match="max_hops <= 16"):
         make_task("khop", max_hops=17)
+
+
+def test_majority_baseline_is_the_larger_answer_share(dyck_task):
+    from rasp_sim.compiler.experiments.tasks import majority_accuracy
+    batch = dyck_task.test_set()
+    balanced = np.mean([dyck.is_balanced(row[:np.argmax(row == dyck.QUERY)])
+                        for row in batch.inputs])
+    assert majority_accuracy(batch) == pytest.approx(max(balanced, 1 - balanced))

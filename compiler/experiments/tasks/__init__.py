@@ -22,6 +22,12 @@ class Batch:
         return int(self.inputs.shape[0])
 
 
+def majority_accuracy(batch: Batch) -> float:
+    """Accuracy of always answering the most common target where the loss counts."""
+    answers = batch.targets[batch.weights > 0]
+    return float(np.unique(answers, return_counts=True)[1].max() / answers.size)
+
+
 def make_task(name: str, **options):
     """The task called `name` ("dyck1" or "khop") with its generator options."""
     from .dyck import Dyck1

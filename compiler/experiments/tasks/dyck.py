@@ -120,8 +120,3 @@ class Dyck1:
             if row.tobytes() not in self._test_keys:
                 rows.append(row)
         return to_batch(np.stack(rows))
-
-    def majority_accuracy(self, batch: Batch) -> float:
-        """Accuracy of always answering the test set's most common answer."""
-        answers = batch.targets[batch.weights > 0]
-        return float(np.bincount(answers, minlength=VOCAB).max() / answers.size)

@@ -84,7 +84,3 @@ class KHop:
         targets = np.concatenate([np.full((size, 1), self.blank_id), answers], axis=1)
         return Batch(inputs.astype(np.int32), targets.astype(np.int32),
                      np.ones(inputs.shape), counts.astype(np.int32))
-
-    def majority_accuracy(self, batch: Batch) -> float:
-        answers = batch.targets[batch.weights > 0]
-        return float(np.bincount(answers, minlength=VOCAB).max() / answers.size)
