@@ -96,3 +96,14 @@ def test_sweep_runs_on_a_local_dask_cluster(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert [row["variant"] for row in summary["rows"]] == ["S-A", "R-A"]
     assert all(set(row["accuracy_by_group_mean"]) == {"0", "1"} for row in summary["rows"])
+
+
+def test_too_large_for_memory_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RASP_SIM_MEMORY_LIMIT", "1000")
+    assert main(["experiment", "dyck1", "--budget", "ci", "--out", str(tmp_path),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "experiment error: dyck1-H2L2k2c4-R-A-seed0: sizes: R-A with H=2, L=2, k=2, c=4 " \
+           "has m = 40 and needs about" in err
+    assert "lower H, L, k, c or the batch size" in err
+    assert not list(tmp_path.glob("*/result.json"))
