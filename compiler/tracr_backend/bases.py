@@ -56,6 +56,8 @@ class ValueSets:
     def of(self, expr: rasp.SOp) -> frozenset:
         if expr.label not in self.memo:
             values = self._compute(expr)
+            if rasp.is_numerical(expr):
+                values = merge_close(values)
             if len(values) > MAX_VALUE_SET:
                 raise Unsupported(_name(expr), f"takes {len(values)} distinct values, above the "
                                   f"limit {MAX_VALUE_SET} for a categorical basis or a "
@@ -102,6 +104,23 @@ class ValueSets:
         return out
 
 
+# Numbers closer than this (relative) are one grid point: float sums in different orders
+# differ in the last bits, and a discretising MLP cannot separate points 1e-16 apart.
+MERGE_TOLERANCE = 1e-9
+# Above this MLP exactness the step's two ReLUs carry values ~L, whose float64 difference
+# loses more than 1e-9: the grid is too fine to discretise exactly.
+MAX_EXACTNESS = 1e6
+
+
+def merge_close(values: Iterable[Any]) -> set:
+    """One representative (the smallest) of every run of numbers within MERGE_TOLERANCE."""
+    kept: list[Any] = []
+    for v in sorted(values):
+        if not kept or abs(v - kept[-1]) > MERGE_TOLERANCE * max(1.0, abs(v)):
+            kept.append(v)
+    return set(kept)
+
+
 def needs_value_set(graph: nx.DiGraph, node_id: str) -> bool:
     """Categorical s-ops need one (their basis); numerical ones only when a Map reads them
     (a Map of a numerical s-op is a discretising MLP built on the value set)."""
@@ -125,7 +144,12 @@ def annotate_graph(graph: nx.DiGraph, value_sets: ValueSets) -> float:
         else:
             space = bases.VectorSpaceWithBasis.from_names([expr.label])
             if values is not None:
-                smallest_gap = min(smallest_gap, _smallest_gap(values))
+                gap = _smallest_gap(values)
+                if 4.0 / gap > MAX_EXACTNESS:
+                    raise Unsupported(_name(expr), f"takes values only {gap:.3g} apart; a "
+                                      "discretising MLP after it cannot separate them exactly "
+                                      "in float64 (use fewer or coarser values)", _span(expr))
+                smallest_gap = min(smallest_gap, gap)
         graph.nodes[node_id][nodes.OUTPUT_BASIS] = space.basis
         if isinstance(expr, rasp.SelectorWidth):  # its MLP discretises 1/(w+1)
             smallest_gap = min(smallest_gap, 1 / (value_sets.max_len * (value_sets.max_len + 1)))

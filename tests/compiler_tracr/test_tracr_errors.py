@@ -73,3 +73,10 @@ def test_a_program_of_positions_only_compiles(driver, program):
 def test_vocab_entries_must_convert_to_the_token_kind(driver):
     with pytest.raises(RaspError, match="entry 'x' is not a valid token for tokens_int"):
         driver.parse_vocab(["1", "x"], "int")
+
+
+def test_values_too_close_to_discretise_are_refused(program):
+    text = refusal(program, "tokens = tokens_float;\nm = aggregate(select(indices, indices, <=), "
+                   "tokens);\nc = m > 0;", "c", [0.0, 1e-7, 1.0])
+    assert "apart; a discretising MLP after it cannot separate them" in text
+    assert "prog.rasp:2:" in text

@@ -33,3 +33,12 @@ def test_sort_of_integers_compiles(driver, library):
     from rasp_sim.compiler.tracr_backend import run_weights
     # numerical (mean head): exact up to softmax leakage e^-100 per key
     assert run_weights(result.weights, [[2, 0, 1]])[0] == pytest.approx([0, 1, 2], abs=1e-12)
+
+
+def test_large_domains_are_sampled(driver, library):
+    # 10 tokens, length <= 5: 111,110 inputs > 10^5, so a seeded sample of the given size.
+    result = driver.compile_program(library("classic.rasp", "hist"), list("abcdefghij"), 5,
+                                    samples=300, tracr_oracle=False)
+    report = result.report
+    assert report.ok and report.mode == "sampled" and report.compared == 300
+    assert result.weights.metadata["tracr_compile"]["validation"]["mode"] == "sampled"

@@ -149,3 +149,12 @@ def test_stock_categorical_mean_over_a_wide_selector_is_an_argmax(driver, progra
     assert result.report.ok
     from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [[1, 2]])[0] == pytest.approx([1.0, 1.5], abs=1e-12)
+
+
+def test_float_means_are_one_grid_point_per_value(driver, program):
+    # Float sums in different orders differ in the last bits (0.75 vs 0.7500000000000001);
+    # as two grid points 1e-16 apart they made the discretising MLP's step wrong.
+    root = program("tokens = tokens_float; m = aggregate(select(indices, indices, <=), "
+                   "tokens); c = m > 0;", "c")
+    result = driver.compile_program(root, [0.5, -1.25, 3.0, 2.2], 4, tracr_oracle=False)
+    assert result.report.ok, result.report.disagreement
