@@ -84,3 +84,31 @@ def test_random_composite_selectors_compile_and_validate(driver, program, text):
     root = program(f"tokens = tokens_int;\nw = selector_width({text});", "w")
     result = driver.compile_program(root, [0, 1, 2], 3)
     assert result.report.ok, result.report.disagreement
+
+
+# Random small programs over integer tokens: maps, selects, aggregates and widths, each
+# either refused with a reason or compiled and validated exhaustively against the
+# interpreter (which is the property: never a silently wrong model).
+atom = st.sampled_from(["tokens", "indices", "length", "1", "2"])
+arith = st.recursive(atom, lambda inner: st.tuples(
+    inner, st.sampled_from(["+", "-", "*", "%"]), inner).map(
+    lambda t: f"({t[0]} {t[1]} {t[2]})" if t[1] != "%" else f"({t[0]} % 3)"), max_leaves=3)
+program_text = st.tuples(arith, arith, st.sampled_from(OPS), arith, st.booleans(),
+                         st.sampled_from(["{}", "round(3 * {})", "{} > 1", "{} + indices"])).map(
+    lambda t: t[5].format(f"selector_width(select({t[0]}, {t[1]}, {t[2]}))" if t[4] else
+                          f"aggregate(select({t[0]}, {t[1]}, {t[2]}), {t[3]})"))
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(program_text)
+def test_random_programs_are_refused_or_validated(driver, program, text):
+    from rasp_sim.compiler.tracr_backend.checks import Unsupported
+
+    root = program(f"tokens = tokens_int;\nr = {text};", "r")
+    try:
+        result = driver.compile_program(root, [0, 1, 2], 3, tracr_oracle=False)
+    except Unsupported as refusal:
+        assert refusal.span is not None or "vocabulary" in refusal.message
+        return
+    assert result.report.ok, result.report.disagreement.describe()
