@@ -17,10 +17,12 @@ COMMANDS = [(name, line) for name in MINE
             for line in re.findall(r"^#\s+(rasp-sim run .*)$", (EXAMPLES / f"{name}.rasp").read_text(), re.M)]
 
 
+@pytest.mark.parametrize("strict", [False, True], ids=["", "strict"])
 @pytest.mark.parametrize("name,command", COMMANDS, ids=[c[1] for c in COMMANDS])
-def test_documented_command(name, command, capsys, monkeypatch):
+def test_documented_command(name, command, strict, capsys, monkeypatch):
+    # the examples use no extension, so they also run under --strict (portable numerics)
     monkeypatch.chdir(EXAMPLES.parent)
-    code = main(shlex.split(command)[1:])
+    code = main(shlex.split(command)[1:] + (["--strict"] if strict else []))
     captured = capsys.readouterr()
     if "[1, 2, 3, 4, 5, 6, 7, 8, 9]" in command:  # the documented singular example
         assert code == 1 and "the matrix is singular" in captured.err
