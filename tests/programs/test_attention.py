@@ -109,13 +109,13 @@ def test_multi_head_u(n, d, dk, dv, h, kind, seed):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 3), d=st.integers(1, 3), dk=st.integers(1, 3), h=st.integers(1, 2),
-       dff=st.integers(1, 4), ln=st.sampled_from(["none", "post", "pre"]),
+@given(n=st.integers(1, 3), d=st.integers(1, 3), dk=st.integers(1, 3), dv=st.integers(1, 3),
+       h=st.integers(1, 2), dff=st.integers(1, 4), ln=st.sampled_from(["none", "post", "pre"]),
        kind=st.sampled_from(["normal", "uniform", "integers"]), seed=seeds)
-def test_encoder_layer(n, d, dk, h, dff, ln, kind, seed):
-    x, heads, wo, (w1, b1, w2, b2), inp = mha_input(n, d, dk, d, h, kind, seed, dff=dff)
+def test_encoder_layer(n, d, dk, dv, h, dff, ln, kind, seed):
+    x, heads, wo, (w1, b1, w2, b2), inp = mha_input(n, d, dk, dv, h, kind, seed, dff=dff)
     ref = encoder_ref(x, heads, wo, w1, b1, w2, b2, 1 / np.sqrt(dk), ln).ravel()
-    out = run1(f'encoder(tokens_float, {n}, {d}, {dk}, {d}, {h}, {dff}, 1 / sqrt({dk}), "{ln}")', inp)
+    out = run1(f'encoder(tokens_float, {n}, {d}, {dk}, {dv}, {h}, {dff}, 1 / sqrt({dk}), "{ln}")', inp)
     # LayerNorm divides by sqrt(var + eps): near-constant rows amplify rounding by up to
     # 1/sqrt(eps) ~ 316, so the absolute part is scaled by that for LN variants
     amplify = 1.0 if ln == "none" else 1 / np.sqrt(1e-5)
