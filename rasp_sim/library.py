@@ -59,7 +59,8 @@ def run(expr: str, inputs: Sequence[Any], *, files: tuple[str, ...] = DEFAULT_FI
     return [row[0] for row in evaluate([node], inputs, exact=exact)]
 
 
-def cost(expr: str, files: tuple[str, ...] = DEFAULT_FILES) -> tuple[int, tuple[int, ...]]:
+def cost(expr: str, files: tuple[str, ...] = DEFAULT_FILES,
+         strict: bool = False) -> tuple[int, tuple[int, ...]]:
     """(layers, heads per layer) of `expr`, as `rasp-sim analyse` reports them."""
-    report = analyse(build(expr, files))
+    report = analyse(build(expr, files, False, strict))
     return report.n_layers, tuple(report.heads)

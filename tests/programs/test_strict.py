@@ -67,3 +67,9 @@ def test_library_copied_beside_a_program_runs_strict(tmp_path, monkeypatch):
     it.run_source('load "classic";\nload "attention";\ny = matmul(tokens_float, 2, 2, 2);\n')
     from rasp_sim.evaluate import evaluate
     assert evaluate([it.lookup("y")], [[1, 2, 3, 4, 5, 6, 7, 8]])[0][0][:4] == [19, 22, 43, 50]
+
+
+@pytest.mark.parametrize("expr", [U, ENC, "matmul(tokens_float, 3, 2, 4)", "det(tokens_float, 3)"])
+def test_strict_mode_costs_the_same(expr):
+    # count x mean is one head exactly like the sum extension; pow is a map like exp
+    assert library.cost(expr, strict=True) == library.cost(expr)
