@@ -69,6 +69,13 @@ def _problem(node: g.Node) -> str | None:
     return None
 
 
+def tokens_kind(root: g.SOp) -> str:
+    """The kind (str, int, ...) in which the program reads its input; "str" if it reads none
+    (several kinds are refused by check_graph)."""
+    kinds = sorted({n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)})
+    return kinds[0] if kinds else "str"
+
+
 def check_vocab(vocab: Iterable[object], max_len: int) -> None:
     """The declared input domain must be non-empty, of moderate size, duplicate-free."""
     vocab = list(vocab)

@@ -26,7 +26,7 @@ from rasp_sim.errors import RaspError  # noqa: E402
 
 from ..weights import AttentionBlock, Transformer, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
-from .checks import Unsupported  # noqa: E402
+from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: for the CLI)
 from .pipeline import Compiled, compile_graph  # noqa: E402
 from .runtime import COMPILE_KEY, compile_info  # noqa: E402
 from .validate import BATCH, DEFAULT_SAMPLES, Report, validate  # noqa: E402
@@ -44,11 +44,6 @@ class Result:
     report: Report
     compiled: Compiled
     seconds: float
-
-
-def tokens_kind(root: g.SOp) -> str:
-    kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
-    return kinds.pop() if len(kinds) == 1 else "str"  # several kinds: refused by checks
 
 
 def parse_vocab(entries: Sequence[str], kind: str) -> list[Any]:

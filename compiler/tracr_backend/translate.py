@@ -31,7 +31,7 @@ from rasp_sim.errors import RaspError
 
 from . import patterns
 from .bases import DEFAULT, SIGNED, SPAN, ValueSets, is_numeric_column
-from .checks import Unsupported, check_graph, describe
+from .checks import Unsupported, check_graph, describe, tokens_kind
 
 CAT, NUM = rasp.Encoding.CATEGORICAL, rasp.Encoding.NUMERICAL
 
@@ -43,16 +43,13 @@ class Translation:
     tokens_kind: str
 
 
-def translate(root: g.SOp, vocab: Sequence[Any], max_len: int,
-              tokens_kind: str | None = None) -> Translation:
+def translate(root: g.SOp, vocab: Sequence[Any], max_len: int) -> Translation:
     """`root` as a tracr program over `vocab` (values as the program's tokens see them)."""
     check_graph(root)
-    kinds = {n.kind for n in g.ancestors(root) if isinstance(n, g.Tokens)}
-    kind = kinds.pop() if kinds else (tokens_kind or "str")
     consumers = {id(n): d for n, d in g.to_networkx(root).out_degree()}
     translator = _Translator(ValueSets(vocab, max_len), consumers)
     sink = translator.sop(root)
-    return Translation(sink, translator.value_sets, kind)
+    return Translation(sink, translator.value_sets, tokens_kind(root))
 
 
 # ------------------------------------------------------------------------ atom functions
