@@ -26,7 +26,7 @@ from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported
 
 # Annotations the translator puts on tracr expressions.
 SPAN = "rasp_sim_span"        # the Span of the rasp-sim node an expression lowers
-DEFAULT = "rasp_sim_default"  # rasp-sim's default of a categorical aggregate
+DEFAULT = "rasp_sim_default"  # rasp-sim's default of an aggregate, where tracr's differs
 SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.signed_map_mlp
 
 
@@ -83,16 +83,16 @@ class ValueSets:
                     if y is not None}
         if isinstance(expr, rasp.Aggregate):
             values = set(self.of(expr.sop))
+            default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
-                default = expr.annotations.get(DEFAULT) if DEFAULT in expr.annotations else None
                 return values | ({default} if default is not None else set())
-            return self._means(expr, values)
+            return self._means(expr, values, 0 if default is None else default)
         raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
 
-    def _means(self, expr: rasp.Aggregate, values: set) -> set:
-        """All means of 1..max_len selected values, and the empty row's 0, as rasp-sim
-        computes them: sum(selected) * 1.0 / width."""
-        out: set = {0}
+    def _means(self, expr: rasp.Aggregate, values: set, default: Any) -> set:
+        """All means of 1..max_len selected values, and the empty row's default, as
+        rasp-sim computes them: sum(selected) * 1.0 / width."""
+        out: set = {default}
         sums: set = {0}
         for width in range(1, self.max_len + 1):
             if len(sums) * len(values) > MAX_TABLE:

@@ -8,6 +8,7 @@
   tracr forces default None and writes the zero vector on an empty row, which decodes as
   an arbitrary value (upstream issue 25); here the BOS key, attended exactly when nothing
   else is selected, carries the default's one-hot (COMPILER.md 2.6).
+- `numerical_aggregate_head`: a mean with a nonzero default (tracr forces 0), the same way.
 """
 from __future__ import annotations
 
@@ -41,20 +42,11 @@ def signed_map_mlp(input_space: bases.VectorSpaceWithBasis,
     return transformers.MLP(first, second)
 
 
-def categorical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
-                               key_space: bases.VectorSpaceWithBasis,
-                               value_space: bases.VectorSpaceWithBasis,
-                               output_space: bases.VectorSpaceWithBasis,
-                               bos_direction: bases.BasisDirection,
-                               one_direction: bases.BasisDirection,
-                               predicate: Callable[[Any, Any], bool],
-                               default: Any, causal: bool) -> transformers.AttentionHead:
-    """A categorical aggregate whose empty rows give `default` (None: the zero vector).
-
-    Logits (x coldness): 1 for a selected key, 0 for the others, 0.5 for BOS (read by the
-    query's `one` direction), so BOS wins only on an empty row (tracr's construction).
-    Values are matched to outputs by value, so the output basis may hold the default
-    as an extra direction."""
+def _qk_with_bos(query_space: bases.VectorSpaceWithBasis, key_space: bases.VectorSpaceWithBasis,
+                 bos_direction: bases.BasisDirection, one_direction: bases.BasisDirection,
+                 predicate: Callable[[Any, Any], bool]) -> vectorspace_fns.ScalarBilinear:
+    """Logits (x coldness): 1 for a selected key, 0 for the others, 0.5 for BOS (read by the
+    query's `one` direction), so BOS wins only on an empty row (tracr's construction)."""
     queries = bases.join_vector_spaces(query_space, bases.VectorSpaceWithBasis([one_direction]))
     keys = bases.join_vector_spaces(key_space, bases.VectorSpaceWithBasis([bos_direction]))
     qk = np.zeros((queries.num_dims, keys.num_dims))
@@ -64,6 +56,20 @@ def categorical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
                 qk[i, j] = 0.5 * SOFTMAX_COLDNESS
             elif q in query_space and k in key_space:
                 qk[i, j] = SOFTMAX_COLDNESS * bool(predicate(k.value, q.value))
+    return vectorspace_fns.ScalarBilinear(queries, keys, qk)
+
+
+def categorical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
+                               key_space: bases.VectorSpaceWithBasis,
+                               value_space: bases.VectorSpaceWithBasis,
+                               output_space: bases.VectorSpaceWithBasis,
+                               bos_direction: bases.BasisDirection,
+                               one_direction: bases.BasisDirection,
+                               predicate: Callable[[Any, Any], bool],
+                               default: Any, causal: bool) -> transformers.AttentionHead:
+    """A categorical aggregate whose empty rows give `default` (None: the zero vector).
+    Values are matched to outputs by value, so the output basis may hold the default
+    as an extra direction."""
     values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
     label = output_space.basis[0].name
     ov = np.zeros((values.num_dims, output_space.num_dims))
@@ -72,5 +78,24 @@ def categorical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
         if target in output_space and (v != bos_direction or default is not None):
             ov[i, output_space.index_by_direction[target]] = 1.0
     return transformers.AttentionHead(
-        vectorspace_fns.ScalarBilinear(queries, keys, qk),
+        _qk_with_bos(query_space, key_space, bos_direction, one_direction, predicate),
+        vectorspace_fns.Linear(values, output_space, ov), causal=causal)
+
+
+def numerical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
+                             key_space: bases.VectorSpaceWithBasis,
+                             value_space: bases.VectorSpaceWithBasis,
+                             output_space: bases.VectorSpaceWithBasis,
+                             bos_direction: bases.BasisDirection,
+                             one_direction: bases.BasisDirection,
+                             predicate: Callable[[Any, Any], bool],
+                             default: float, causal: bool) -> transformers.AttentionHead:
+    """A mean whose empty rows give the number `default` (tracr's head forces 0): BOS
+    carries the value `default`. Where keys are selected BOS's weight is e^-50 of theirs,
+    so it adds at most 2e-22 * |default|."""
+    bases.ensure_dims(value_space, num_dims=1, name="value_space")
+    values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
+    ov = np.array([[float(default)] if v == bos_direction else [1.0] for v in values.basis])
+    return transformers.AttentionHead(
+        _qk_with_bos(query_space, key_space, bos_direction, one_direction, predicate),
         vectorspace_fns.Linear(values, output_space, ov), causal=causal)

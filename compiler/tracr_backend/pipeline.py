@@ -103,7 +103,8 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
 def _needs_own_block(expr: Any) -> bool:
     if isinstance(expr, rasp.Map):
         return bool(expr.annotations.get(SIGNED, False)) if SIGNED in expr.annotations else False
-    return isinstance(expr, rasp.Aggregate) and rasp.is_categorical(expr)
+    return isinstance(expr, rasp.Aggregate) and (rasp.is_categorical(expr)
+                                                 or DEFAULT in expr.annotations)
 
 
 def _space(graph: nx.DiGraph, expr: rasp.SOp) -> bases.VectorSpaceWithBasis:
@@ -119,6 +120,10 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
                                      hidden_name=f"_hidden_{expr.label}_")
     select = expr.selector
     default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
+    if rasp.is_numerical(expr):
+        return blocks.numerical_aggregate_head(
+            _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
+            output, bos_direction, ONE, select.predicate, default, causal)
     return blocks.categorical_aggregate_head(
         _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
         output, bos_direction, ONE, select.predicate, default, causal)

@@ -12,8 +12,8 @@ One tracr expression per graph node, in the encoding tracr can compile:
   (google-deepmind/tracr#4's workaround), and the predicate evaluates the whole and/or/not
   tree; `select(...) and select(...)` over the same s-ops needs no tuple at all;
 - an aggregate is numerical (tracr's mean head) when its values are numbers and its
-  selector may select several keys, else categorical, with rasp-sim's default kept by the
-  head itself (annotation DEFAULT, block in blocks.py), never tracr's None;
+  selector may select several keys, else categorical; either way rasp-sim's default is kept
+  by the head itself (annotation DEFAULT, blocks.py), never tracr's None or forced 0;
 - the standard library's `length` and `selector_width` are recognised and lowered to
   tracr's SelectorWidth primitive (patterns.py).
 Each expression carries the span of its node (annotation SPAN) for error messages.
@@ -290,12 +290,14 @@ class _Translator:
         values = self.sop(node.values)
         numeric = rasp.is_numerical(values) or is_numeric_column(self.value_sets.of(values))
         if numeric and not _at_most_one_key(node.selector):
-            if node.default != 0:
-                raise Unsupported(describe(node), f"default {node.default!r} for a mean of numbers: "
-                                  "tracr's averaging head gives 0 where nothing is selected",
-                                  node.span)
+            if not is_numeric_column([node.default]):
+                raise Unsupported(describe(node), f"default {node.default!r} for a mean of "
+                                  "numbers: a numerical head can only write a number where "
+                                  "nothing is selected", node.span)
             values = self.as_encoding(node.values, NUM)
-            return _named(rasp.Aggregate(select, values, default=0), node, NUM)
+            # tracr's own default must be 0; a nonzero one gets its own head (blocks.py).
+            extra = {DEFAULT: node.default} if node.default != 0 else {}
+            return _named(rasp.Aggregate(select, values, default=0), node, NUM, **extra)
         values = self.as_encoding(node.values, CAT)
         # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
         return _named(rasp.Aggregate(select, values, default=None), node, CAT,

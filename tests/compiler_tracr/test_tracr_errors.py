@@ -25,10 +25,10 @@ def test_sum_aggregate_is_refused_with_its_location(program):
     assert "sum-aggregate 's'" in text and "averages" in text
 
 
-def test_numeric_mean_with_a_nonzero_default_is_refused(program):
-    text = refusal(program, "tokens = tokens_int;\nm = aggregate(select(tokens, tokens, <), tokens, 5);",
+def test_numeric_mean_with_a_string_default_is_refused(program):
+    text = refusal(program, 'tokens = tokens_int;\nm = aggregate(select(tokens, tokens, <), tokens, "-");',
                    "m", [1, 2, 3])
-    assert "prog.rasp:2:" in text and "default 5" in text and "gives 0 where nothing" in text
+    assert "prog.rasp:2:" in text and "default '-' for a mean of numbers" in text
 
 
 def test_two_token_kinds_are_refused(program):

@@ -158,3 +158,19 @@ def test_float_means_are_one_grid_point_per_value(driver, program):
                    "tokens); c = m > 0;", "c")
     result = driver.compile_program(root, [0.5, -1.25, 3.0, 2.2], 4, tracr_oracle=False)
     assert result.report.ok, result.report.disagreement
+
+
+def test_stock_numerical_mean_forces_default_zero(driver, program):
+    # tracr: "Default for a numerical aggregate must be 0"; rasp-sim keeps any number.
+    is_x = rasp.numerical(rasp.Map(lambda t: 1 if t == "x" else 0, rasp.tokens))
+    earlier = rasp.numerical(rasp.Aggregate(
+        rasp.Select(rasp.indices, rasp.indices, rasp.Comparison.LT), is_x, default=-1))
+    with pytest.raises(NotImplementedError, match="default value"):
+        compiling.compile_rasp_to_model(earlier, {"x", "y"}, 3)
+    root = program('e = aggregate(select(indices, indices, <), indicator(tokens == "x"), -1);',
+                   "e")
+    result = driver.compile_program(root, ["x", "y"], 4, tracr_oracle=False)
+    assert result.report.ok
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
+    assert run_weights(result.weights, [list("xyx")])[0] == pytest.approx([-1, 1, 0.5],
+                                                                          abs=1e-12)
