@@ -42,3 +42,13 @@ def test_large_domains_are_sampled(driver, library):
     report = result.report
     assert report.ok and report.mode == "sampled" and report.compared == 300
     assert result.weights.metadata["tracr_compile"]["validation"]["mode"] == "sampled"
+
+
+STDLIB_USES = ["hf", "cnt", "ctn", "mx", "avg", "lfl", "sh", "mli", "mfi", "sff", "sni", "srt"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STDLIB_USES)
+def test_standard_library_compiles_and_validates(driver, library, name):
+    result = driver.compile_program(library("stdlib_uses.rasp", name), [0, 1, 2], 4)
+    assert result.report.ok, result.report.disagreement.describe()
