@@ -84,8 +84,8 @@ def run_compile(args: argparse.Namespace) -> int:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = _program(args.file, args.name)
-    vocab = driver.parse_vocab([v for v in args.vocab.split(",")],
-                               driver.tokens_kind(root))
+    entries = args.vocab.split(",") if args.vocab else []  # --vocab "" is empty
+    vocab = driver.parse_vocab(entries, driver.tokens_kind(root))
     result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
                                     samples=args.samples, seed=args.seed,
                                     progress=sys.stderr.isatty(), program=args.file,

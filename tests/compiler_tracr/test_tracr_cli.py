@@ -122,3 +122,8 @@ def test_compile_a_selector_is_an_error(tmp_path, capsys):
     source.write_text("s = select(indices, indices, ==);\n")
     assert main(["compile", str(source), "--name", "s", "--vocab", "a", "--max-len", "2"]) == 1
     assert "is a selector; only s-ops can be compiled" in capsys.readouterr().err
+
+
+def test_compile_with_an_empty_vocabulary(capsys):
+    assert main(["compile", CLASSIC, "--name", "hist", "--vocab", "", "--max-len", "3"]) == 1
+    assert "vocabulary: is empty" in capsys.readouterr().err
