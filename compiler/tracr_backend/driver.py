@@ -175,7 +175,10 @@ def write(result: Result, path: str | Path, *, force: bool = False) -> None:
     is marked unvalidated)."""
     if not result.report.ok and not force:
         raise _failure(result.report)
-    save(_marked(result.weights, result.report, forced=force and not result.report.ok), path)
+    try:
+        save(_marked(result.weights, result.report, forced=force and not result.report.ok), path)
+    except OSError as error:
+        raise RaspError(f"cannot write the weights to {path}: {error.strerror}") from None
 
 
 def _failure(report: Report) -> ValidationFailed:

@@ -127,3 +127,10 @@ def test_compile_a_selector_is_an_error(tmp_path, capsys):
 def test_compile_with_an_empty_vocabulary(capsys):
     assert main(["compile", CLASSIC, "--name", "hist", "--vocab", "", "--max-len", "3"]) == 1
     assert "vocabulary: is empty" in capsys.readouterr().err
+
+
+def test_compile_to_an_unwritable_path(tmp_path, capsys):
+    target = tmp_path / "missing" / "dir" / "m.npz"
+    assert main(["compile", CLASSIC, "--name", "hist", "--vocab", "a", "--max-len", "2",
+                 "-o", str(target)]) == 1
+    assert "cannot write the weights to" in capsys.readouterr().err
