@@ -3,9 +3,9 @@
 One tracr expression per graph node, in the encoding tracr can compile:
 - tokens and indices are categorical; constants (`Full`) are folded into the functions and
   predicates that use them, and only a constant that stands alone becomes a map of tokens;
-- a Map of one varying input is a tracr Map (categorical output; a numerical input is
-  discretised) and absorbs a Map it alone uses (one MLP for `length - indices - 1`), of two
-  a SequenceMap (a numerical `a ± b` a LinearSequenceMap), of more a
+- a Map absorbs the Maps only it uses when its table does not grow (one MLP for
+  `length - indices - 1` or `a if a > b else b`); then with one varying input it is a tracr
+  Map (categorical output; a numerical input is discretised), with two a SequenceMap (a numerical `a ± b` a LinearSequenceMap), of more a
   chain of tuple-valued SequenceMaps;
 - a selector, composite or not, becomes ONE tracr Select: its leaves' varying keys (and
   queries) are joined into one categorical s-op, as a tuple when there are several
@@ -20,6 +20,7 @@ Each expression carries the span of its node (annotation SPAN) for error message
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -184,7 +185,7 @@ class _Translator:
                 and all(rasp.is_numerical(self.sop(v)) for v in varying))
 
     def _fusable(self, node: g.SOp) -> bool:
-        """A Map used only by one other Map is folded into it: one MLP instead of two."""
+        """A Map used only by one other Map may be folded into it (fewer MLP layers)."""
         if not isinstance(node, g.Map) or self.consumers.get(id(node), 0) != 1:
             return False
         if id(node) in self.memo or self.constant(node) is not _CONSTANT:
@@ -193,26 +194,56 @@ class _Translator:
             return False
         return not self._is_linear(node, self._operands(node)[0])
 
-    def _map(self, node: g.Map, after: Callable[[Any], Any] | None = None,
-             outer: g.Map | None = None) -> rasp.SOp:
-        """Lower `node`, followed by `after` when `node` was fused into its user `outer`."""
-        varying, inner = self._operands(node)
-        apply = inner if after is None else (lambda *xs: after(inner(*xs)))
-        name = outer or node
-        if len(varying) == 1 and self._fusable(varying[0]):
-            return self._map(varying[0], total(apply), name)
+    def _expanded(self, node: g.Map) -> tuple[list[g.SOp], Callable[..., Any]]:
+        """The node as one function of s-ops further down: a fusable input is replaced by
+        its own inputs when the fused lookup table is no larger than the two it replaces
+        (`length - indices - 1`, `a if a > b else b`: one MLP each)."""
+        varying, apply = self._operands(node)
+        changed = True
+        while changed:
+            changed = False
+            for i, v in enumerate(varying):
+                if not self._fusable(v):
+                    continue
+                inner, inner_apply = self._expanded(v)
+                rest = varying[:i] + varying[i + 1:]
+                merged = rest + [x for x in inner if all(x is not r for r in rest)]
+                if len(merged) > max(2, len(varying)):
+                    continue  # three or more inputs need tuple maps: more layers, not fewer
+                if self._table(merged) > self._table(varying) + self._table(inner):
+                    continue  # one MLP, but wider than the two it replaces
+                apply = _substitute(apply, i, inner_apply,
+                                    [_position(merged, r) for r in rest],
+                                    [_position(merged, x) for x in inner])
+                varying, changed = merged, True
+                break
+        return varying, apply
+
+    def _table(self, nodes: Sequence[g.SOp]) -> float:
+        """Rows of a lookup table over `nodes` (categorically); inf if too large to know.
+        Translates them on trial only: a node translated here could no longer be fused."""
+        saved = dict(self.memo), dict(self.converted), dict(self.tuples)
+        try:
+            return math.prod(len(self.value_sets.of(self.as_encoding(n, CAT))) for n in nodes)
+        except Unsupported:
+            return math.inf
+        finally:
+            self.memo, self.converted, self.tuples = saved
+
+    def _map(self, node: g.Map) -> rasp.SOp:
+        varying, apply = self._expanded(node)
         if len(varying) == 1:
-            return _named(rasp.Map(total(apply), self.sop(varying[0]), simplify=False), name, CAT)
-        if after is None and self._is_linear(node, varying):
+            return _named(rasp.Map(total(apply), self.sop(varying[0]), simplify=False), node, CAT)
+        if self._is_linear(node, varying):
             sign = 1 if node.op == "+" else -1
             linear = rasp.LinearSequenceMap(self.sop(varying[0]), self.sop(varying[1]), 1, sign)
             return _named(linear, node, NUM)
         operands = [self.as_encoding(v, CAT) for v in varying]
         if len(operands) == 2:
-            return _named(rasp.SequenceMap(total(apply), *operands), name, CAT)
+            return _named(rasp.SequenceMap(total(apply), *operands), node, CAT)
         head = self.tuple_of(varying[:-1])
         return _named(rasp.SequenceMap(total(lambda t, z: apply(*t, z)), head, operands[-1]),
-                      name, CAT)
+                      node, CAT)
 
     def tuple_of(self, nodes: Sequence[g.SOp]) -> rasp.SOp:
         """One categorical s-op whose value is the tuple of the nodes' values."""
@@ -302,6 +333,21 @@ class _Translator:
         # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
         return _named(rasp.Aggregate(select, values, default=None), node, CAT,
                       **{DEFAULT: node.default})
+
+
+def _position(nodes: Sequence[g.SOp], node: g.SOp) -> int:
+    return next(i for i, n in enumerate(nodes) if n is node)
+
+
+def _substitute(outer: Callable[..., Any], slot: int, inner: Callable[..., Any],
+                outer_args: list[int], inner_args: list[int]) -> Callable[..., Any]:
+    """xs -> outer(..., inner(xs[inner_args]) at `slot`, ...) with the other arguments
+    xs[outer_args]: an input of `outer` replaced by the function computing it."""
+    def composed(*xs: Any) -> Any:
+        args = [xs[j] for j in outer_args]
+        args.insert(slot, inner(*[xs[j] for j in inner_args]))
+        return outer(*args)
+    return composed
 
 
 def _leaves(sel: g.Selector) -> list[g.Select]:
