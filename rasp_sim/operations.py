@@ -13,6 +13,7 @@ from typing import Any, Callable
 from . import graph
 from . import semantics
 from .errors import RaspRuntimeError, RaspTypeError, Span
+from .limits import check_collection_length
 from .values import Function, describe, is_atom, is_graph
 
 
@@ -176,9 +177,11 @@ def _range(args: list, span: Span, exact: bool) -> list:
     if not all(isinstance(a, int) for a in args):
         raise RaspTypeError(f"range expects all integer inputs, but got: {describe(args)}")
     try:
-        return list(range(*args))
+        numbers = range(*args)
     except ValueError as error:  # range(1, 5, 0)
         raise RaspRuntimeError(f"range failed: {error}") from None
+    check_collection_length(len(numbers), "range")
+    return list(numbers)
 
 
 def _zip(args: list, span: Span, exact: bool) -> list:
