@@ -216,7 +216,7 @@ def _row(value: np.ndarray, r: int) -> np.ndarray:
 
 
 def _abbrev(x: Any) -> str:
-    text = repr(x if isinstance(x, str) else list(x) if not isinstance(x, np.ndarray) else x.tolist())
+    text = repr(x.tolist() if isinstance(x, np.ndarray) else x)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -34,7 +34,7 @@ import operator
 from fractions import Fraction
 from typing import Any, Callable, Literal, Sequence
 
-from .errors import RaspRuntimeError, RaspTypeError
+from .errors import RaspResourceError, RaspRuntimeError, RaspTypeError
 
 SeqType = Literal["int", "float", "string", "bool"]
 
@@ -97,6 +97,10 @@ def _exact_root(x: Fraction, k: int) -> Fraction | None:
 
 
 def _int_root(n: int, k: int) -> int | None:
+    if n in (0, 1):
+        return n
+    if k >= n.bit_length():  # 2^k > n: no integer >= 2 is a k-th root (and this bounds the work)
+        return None
     if k == 2:
         r = math.isqrt(n)
     else:  # Newton on integers, seeded from the float estimate
@@ -155,6 +159,10 @@ def binary(op: str, a: Any, b: Any, *, exact: bool = False) -> Any:
                 f"cannot apply {op} to {_describe(a)} and {_describe(b)}"
             ) from None
         raise python_error(exc, f"{_describe(a)} {op} {_describe(b)}") from None
+    except MemoryError:  # e.g. "ab" * 2^62
+        raise RaspResourceError(
+            f"out of memory computing {_describe(a)} {op} {_describe(b)}"
+        ) from None
 
 
 def sop_logic(op: str, a: Any, b: Any) -> bool:

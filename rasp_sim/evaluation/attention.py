@@ -83,8 +83,10 @@ def _reduce(
             if not exact:
                 return sums.astype(np.float64) / np.maximum(count, 1)
             return _finish_objects(sums.astype(object), count, multi, exact)
-    masked = np.where(sel, values.astype(object)[:, None, :], 0)
-    sums = np.add.reduce(masked, axis=-1) + 0  # sequential for object arrays
+    rows = multi.any(axis=-1)  # other rows may hold strings: only these are numeric
+    masked = np.where(sel[rows], values[rows].astype(object)[:, None, :], 0)
+    sums = np.zeros(count.shape, dtype=object)
+    sums[rows] = np.add.reduce(masked, axis=-1) + 0  # sequential for object arrays
     if reduction == "sum":
         return from_objects(sums, exact=exact)
     return _finish_objects(sums, count, multi, exact)

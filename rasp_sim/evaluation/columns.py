@@ -96,7 +96,7 @@ def float_view(arr: np.ndarray) -> np.ndarray | None:
     if np.all(np.abs(as_float) < FLOAT_EXACT_INT):  # then every int was below 2^53 too
         return as_float
     ints = np.fromiter((type(x) is not float for x in flat), bool, len(flat)).reshape(arr.shape)
-    if np.any(np.abs(as_float[ints]) > FLOAT_EXACT_INT):
+    if np.any(np.abs(as_float[ints]) >= FLOAT_EXACT_INT):  # 2^53 + 1 rounds to 2^53
         return None
     return as_float
 

@@ -65,7 +65,8 @@ def atom_function(op: str, params: Sequence[Any], exact: bool) -> Callable[..., 
 def generic(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: bool) -> np.ndarray:
     """The object path: `semantics` on every element (broadcasting like NumPy)."""
     fn = atom_function(op, params, exact)
-    out = np.frompyfunc(fn, len(cols), 1)(*cols)
+    with np.errstate(all="ignore"):  # NaN comparisons set C's "invalid" flag: not an error
+        out = np.frompyfunc(fn, len(cols), 1)(*cols)
     return from_objects(np.asarray(out, dtype=object), exact=exact)
 
 
@@ -79,7 +80,8 @@ def compare(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:
     """Elementwise comparison as a bool array (selectors use it with broadcasting)."""
     out = _fast_binary(op, a, b, exact)
     if out is None:
-        out = np.frompyfunc(atom_function(op, (), exact), 2, 1)(a, b).astype(bool)
+        with np.errstate(all="ignore"):
+            out = np.frompyfunc(atom_function(op, (), exact), 2, 1)(a, b).astype(bool)
     return out
 
 
@@ -159,10 +161,13 @@ def _fast_binary(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarr
     # A mixed int/float column may be computed as floats when every result is a float
     # (or a bool) whichever elements were ints.
     float_results = op in _NUMPY_COMPARE or op == "/"
+    viewed = False
     if a.dtype == object and (float_results or b.dtype.kind == "f"):
         a = _or_float_view(a)
+        viewed = a.dtype != object
     if b.dtype == object and (float_results or a.dtype.kind == "f"):
         b = _or_float_view(b)
+        viewed = viewed or b.dtype != object
     ka, kb = a.dtype.kind, b.dtype.kind
     if "U" in (ka, kb):
         return _fast_string(op, a, b)
@@ -175,6 +180,10 @@ def _fast_binary(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarr
                 return None
         return _NUMPY_COMPARE[op](a, b)
     if "f" in (ka, kb):
+        if op == "/" and viewed and FLOAT_EXACT_INT < max(
+            max_abs(a) if ka in "bi" else 0, max_abs(b) if kb in "bi" else 0
+        ):
+            return None  # an int of the mixed column over a big int: Python divides exactly
         return _fast_float_arith(op, a.astype(np.float64), b.astype(np.float64))
     return _fast_int_arith(op, a.astype(np.int64), b.astype(np.int64), exact)
 
