@@ -4,11 +4,11 @@
   into one hidden unit and applies ReLU, so negative values become 0 silently
   (google-deepmind/tracr#24). Here h+ = ReLU(sum_v f(v)[x=v]) and h- = ReLU(-sum_v f(v)[x=v]),
   output h+ - h-: exact, because exactly one indicator [x=v] is 1 (COMPILER.md 2.1).
-- `categorical_aggregate_head`: tracr's categorical attention head with rasp-sim's default.
-  tracr forces default None and writes the zero vector on an empty row, which decodes as
-  an arbitrary value (upstream issue 25); here the BOS key, attended exactly when nothing
-  else is selected, carries the default's one-hot (COMPILER.md 2.6).
-- `numerical_aggregate_head`: a mean with a nonzero default (tracr forces 0), the same way.
+- `aggregate_head`: tracr's attention head with rasp-sim's default. For a categorical
+  aggregate tracr forces default None and writes the zero vector on an empty row, which
+  decodes as an arbitrary value (upstream issue 25), for a numerical one it forces 0; here
+  the BOS key, attended exactly when nothing else is selected, carries the default
+  (its one-hot, or the number) (COMPILER.md 2.6).
 """
 from __future__ import annotations
 
@@ -59,43 +59,30 @@ def _qk_with_bos(query_space: bases.VectorSpaceWithBasis, key_space: bases.Vecto
     return vectorspace_fns.ScalarBilinear(queries, keys, qk)
 
 
-def categorical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
-                               key_space: bases.VectorSpaceWithBasis,
-                               value_space: bases.VectorSpaceWithBasis,
-                               output_space: bases.VectorSpaceWithBasis,
-                               bos_direction: bases.BasisDirection,
-                               one_direction: bases.BasisDirection,
-                               predicate: Callable[[Any, Any], bool],
-                               default: Any, causal: bool) -> transformers.AttentionHead:
-    """A categorical aggregate whose empty rows give `default` (None: the zero vector).
-    Values are matched to outputs by value, so the output basis may hold the default
-    as an extra direction."""
-    values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
-    label = output_space.basis[0].name
-    ov = np.zeros((values.num_dims, output_space.num_dims))
-    for i, v in enumerate(values.basis):
-        target = bases.BasisDirection(label, default if v == bos_direction else v.value)
-        if target in output_space and (v != bos_direction or default is not None):
-            ov[i, output_space.index_by_direction[target]] = 1.0
-    return transformers.AttentionHead(
-        _qk_with_bos(query_space, key_space, bos_direction, one_direction, predicate),
-        vectorspace_fns.Linear(values, output_space, ov), causal=causal)
+def aggregate_head(query_space: bases.VectorSpaceWithBasis,
+                   key_space: bases.VectorSpaceWithBasis,
+                   value_space: bases.VectorSpaceWithBasis,
+                   output_space: bases.VectorSpaceWithBasis,
+                   bos_direction: bases.BasisDirection, one_direction: bases.BasisDirection,
+                   predicate: Callable[[Any, Any], bool], default: Any, causal: bool,
+                   numerical: bool) -> transformers.AttentionHead:
+    """An aggregate whose empty rows give `default`: BOS, attended exactly then, carries it.
 
-
-def numerical_aggregate_head(query_space: bases.VectorSpaceWithBasis,
-                             key_space: bases.VectorSpaceWithBasis,
-                             value_space: bases.VectorSpaceWithBasis,
-                             output_space: bases.VectorSpaceWithBasis,
-                             bos_direction: bases.BasisDirection,
-                             one_direction: bases.BasisDirection,
-                             predicate: Callable[[Any, Any], bool],
-                             default: float, causal: bool) -> transformers.AttentionHead:
-    """A mean whose empty rows give the number `default` (tracr's head forces 0): BOS
-    carries the value `default`. Where keys are selected BOS's weight is e^-50 of theirs,
-    so it adds at most 2e-22 * |default|."""
-    bases.ensure_dims(value_space, num_dims=1, name="value_space")
+    Categorical: values are matched to outputs by value, so the output basis may hold the
+    default as an extra direction (None: the zero vector). Numerical: the mean of the one
+    value direction, BOS carrying the number `default`; where keys are selected BOS's
+    weight is e^-50 of theirs, so it adds at most 2e-22 * |default|."""
     values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
-    ov = np.array([[float(default)] if v == bos_direction else [1.0] for v in values.basis])
+    if numerical:
+        bases.ensure_dims(value_space, num_dims=1, name="value_space")
+        ov = np.array([[float(default)] if v == bos_direction else [1.0] for v in values.basis])
+    else:
+        label = output_space.basis[0].name
+        ov = np.zeros((values.num_dims, output_space.num_dims))
+        for i, v in enumerate(values.basis):
+            target = bases.BasisDirection(label, default if v == bos_direction else v.value)
+            if target in output_space and (v != bos_direction or default is not None):
+                ov[i, output_space.index_by_direction[target]] = 1.0
     return transformers.AttentionHead(
         _qk_with_bos(query_space, key_space, bos_direction, one_direction, predicate),
         vectorspace_fns.Linear(values, output_space, ov), causal=causal)

@@ -4,7 +4,7 @@
 2. `rasp_to_graph.extract_rasp_graph`, tracr's;
 3. bases.py: own basis inference, which also picks the MLP exactness;
 4. `expr_to_craft_graph.add_craft_components_to_rasp_graph`, tracr's, for stock nodes; the
-   nodes that get rasp-sim blocks (signed maps, categorical aggregates with a default) hide
+   nodes that get rasp-sim blocks (signed maps, aggregates with rasp-sim defaults) hide
    behind a non-s-op placeholder while it runs, then receive their blocks (blocks.py);
 5. `craft_graph_to_model.craft_graph_to_model`, tracr's layer allocation;
 6. assemble.py: own assembly to the weight format, and tracr's assembler with its two
@@ -120,10 +120,7 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
                                      hidden_name=f"_hidden_{expr.label}_")
     select = expr.selector
     default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
-    if rasp.is_numerical(expr):
-        return blocks.numerical_aggregate_head(
-            _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
-            output, bos_direction, ONE, select.predicate, default, causal)
-    return blocks.categorical_aggregate_head(
+    return blocks.aggregate_head(
         _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
-        output, bos_direction, ONE, select.predicate, default, causal)
+        output, bos_direction, ONE, select.predicate, default, causal,
+        numerical=rasp.is_numerical(expr))
