@@ -614,3 +614,27 @@ def test_evaluate_batch_returns_arrays():
     assert out[node].dtype == np.int64
     with pytest.raises(RaspTypeError, match="one length"):
         evaluate_batch([node], [[1], [1, 2]])
+
+
+@FAST
+@given(aggregations({"int": SMALL_INTS}), st.sampled_from(BINARY_OPS + ["round"]), st.sampled_from([3, 0.5]))
+def test_ops_on_mixed_aggregate_results_match_semantics(data, op, c):
+    """Aggregate results that mix ints and float means carry their float64 values along
+    (evaluation/columns.py `mixed_numeric`); ops reading them must still be exact."""
+    b, sel, values, default = data
+    got = outcome(lambda: aggregate(np.array(sel), column(values), default, "mean", False))
+    if got[0] == "error":
+        return
+    result = aggregate(np.array(sel), column(values), default, "mean", False)
+    rows = result.tolist()
+    other = column([[c] * len(rows[0])] * b)
+    if op == "round":
+        check_against(lambda: apply_map(op, [result], (), False),
+                      lambda r: checked_row([sem.unary(op, x) for x in rows[r]]), b)
+        return
+    for left, right, lrows, rrows in ((result, other, rows, other.tolist()), (other, result, other.tolist(), rows)):
+        check_against(
+            lambda: apply_map(op, [left, right], (), False),
+            lambda r: checked_row([sem.binary(op, x, y) for x, y in zip(lrows[r], rrows[r])]),
+            b,
+        )

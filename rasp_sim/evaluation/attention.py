@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from .. import semantics
-from .columns import FLOAT32_EXACT_INT, FLOAT_EXACT_INT, INT64_MAX, constant, from_objects, max_abs
+from .columns import (
+    FLOAT32_EXACT_INT,
+    FLOAT_EXACT_INT,
+    INT64_MAX,
+    constant,
+    from_objects,
+    max_abs,
+    mixed_numeric,
+)
 from .elementwise import compare
 
 
@@ -61,7 +69,26 @@ def aggregate(
     if reduced is not None:
         out[multi] = reduced[multi].astype(object)
     out[none] = default_col.astype(object)[0, 0]
+    if _certainly_mixed(single, reduced, default_col, none, multi):
+        fill = single.astype(np.float64) if reduced is None else np.where(multi, reduced, single)
+        return mixed_numeric(out, np.where(none, default_col.astype(np.float64), fill))
     return from_objects(out, exact=exact)
+
+
+def _certainly_mixed(
+    single: np.ndarray, reduced: np.ndarray | None, default_col: np.ndarray,
+    none: np.ndarray, multi: np.ndarray,
+) -> bool:
+    """True when the result holds both ints (within 2^53) and floats: then it is a legal
+    float-typed column that no dtype narrower than object can hold, and its float64
+    values can be recorded for later arithmetic."""
+    if single.dtype.kind != "i" or max_abs(single) >= FLOAT_EXACT_INT:
+        return False
+    if (reduced is not None and reduced.dtype.kind != "f") or default_col.dtype.kind not in "if":
+        return False
+    ints = (~none & ~multi) | (none & (default_col.dtype.kind == "i"))
+    floats = multi | (none & (default_col.dtype.kind == "f"))
+    return bool(ints.any() and floats.any())
 
 
 def _reduce(

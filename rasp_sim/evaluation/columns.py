@@ -18,6 +18,7 @@ row (one row = one input's sequence, LANGUAGE.md 6.2).
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable
 
 import numpy as np
@@ -80,12 +81,27 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([p.astype(object) for p in parts])
 
 
+# Mixed int/float object columns whose float64 values are already known (aggregate builds
+# them), so that `float_view` need not scan them again: id -> (weak ref, float64 values).
+_KNOWN_FLOATS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+
+
+def mixed_numeric(arr: np.ndarray, as_float: np.ndarray) -> np.ndarray:
+    """Record that object column `arr` (ints within 2^53 and floats) equals `as_float`."""
+    key = id(arr)
+    _KNOWN_FLOATS[key] = (weakref.ref(arr, lambda _: _KNOWN_FLOATS.pop(key, None)), as_float)
+    return arr
+
+
 def float_view(arr: np.ndarray) -> np.ndarray | None:
     """An object column of ints and floats as float64, if that is lossless (every int
     within 2^53), else None. Ops whose result does not depend on which elements were
     ints (`/`, comparisons, `round`, arithmetic with a float column) use it."""
     if arr.dtype != object:
         return None
+    known = _KNOWN_FLOATS.get(id(arr))
+    if known is not None and known[0]() is arr:
+        return known[1]
     flat = arr.ravel()
     if not set(map(type, flat)) <= _NUMERIC:
         return None
