@@ -28,7 +28,10 @@ Errors: a failing node raises its RaspError with the node's span and the index (
 the peak of the live values is estimated (8 bytes per element: n per s-op, n^2 per
 selector, plus the temporaries of the node being computed); a group that exceeds
 `memory_limit_bytes` is split into chunks that fit, and if one input alone exceeds it a
-RaspResourceError says so and how to raise the limit.
+RaspResourceError says so and how to raise the limit. Chunks are also kept near 32 MiB
+whatever the limit, which measured fastest. Values that do not depend on the input
+(indices, constants, `length`, `select(indices, 0, ==)`) are computed once per chunk as a
+single row and broadcast.
 """
 from __future__ import annotations
 
