@@ -7,6 +7,9 @@ S-op evaluation has its own, memory-based limit (`rasp_sim.evaluate`).
 """
 from __future__ import annotations
 
+from fractions import Fraction
+from typing import Any
+
 from .errors import RaspResourceError
 
 # Longest list or string an atom operation may build (range, repetition, concatenation).
@@ -24,13 +27,44 @@ def check_collection_length(length: int, what: str) -> None:
         )
 
 
-def check_int_power(base: int, exponent: int) -> None:
-    """Refuse an integer power whose result would exceed MAX_INT_BITS bits."""
-    if exponent <= 0 or abs(base) <= 1:
-        return
-    bits = exponent * (abs(base).bit_length() - 1)  # a lower bound on the result's size
-    if bits > MAX_INT_BITS:
-        raise RaspResourceError(
-            f"{base} ^ {exponent} would have more than {MAX_INT_BITS:,} bits, above the "
-            "limit (rasp_sim.limits.MAX_INT_BITS)"
-        )
+def check_atom_operation(op: str, a: Any, b: Any) -> None:
+    """Refuse `a op b` when Python would build a huge string, list or integer."""
+    if op in ("*", "+"):
+        if isinstance(a, (str, list)) or isinstance(b, (str, list)):
+            check_collection_length(_result_length(op, a, b), f"{op} on a string or list")
+            return
+    if op in ("*", "^") and _is_integer(a) and _is_integer(b):
+        size = _result_bits(op, int(a), int(b))
+        if size > MAX_INT_BITS:
+            raise RaspResourceError(
+                f"{_short(a)} {op} {_short(b)} would have more than {MAX_INT_BITS:,} bits, "
+                "above the limit (rasp_sim.limits.MAX_INT_BITS)"
+            )
+    if op == "^" and isinstance(a, Fraction) and _is_integer(b):
+        for part in (a.numerator, a.denominator):
+            check_atom_operation("^", part, b)
+
+
+def _short(x: Any) -> str:
+    value = int(x)
+    return str(value) if value.bit_length() <= 64 else f"(an int of {value.bit_length():,} bits)"
+
+
+def _is_integer(x: Any) -> bool:
+    return isinstance(x, int) or (isinstance(x, Fraction) and x.denominator == 1)
+
+
+def _result_length(op: str, a: Any, b: Any) -> int:
+    if op == "+":
+        return (len(a) if isinstance(a, (str, list)) else 0) + (
+            len(b) if isinstance(b, (str, list)) else 0)
+    sequence, count = (a, b) if isinstance(a, (str, list)) else (b, a)
+    return len(sequence) * count if isinstance(count, int) else 0
+
+
+def _result_bits(op: str, a: int, b: int) -> int:
+    if op == "*":
+        return a.bit_length() + b.bit_length()
+    if b <= 0 or abs(a) <= 1:
+        return 0
+    return b * (abs(a).bit_length() - 1)  # a lower bound on the power's size

@@ -35,6 +35,7 @@ from fractions import Fraction
 from typing import Any, Callable, Literal, Sequence
 
 from .errors import RaspResourceError, RaspRuntimeError, RaspTypeError
+from .limits import check_atom_operation
 
 SeqType = Literal["int", "float", "string", "bool"]
 
@@ -57,6 +58,9 @@ COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _describe(x: Any) -> str:
+    if isinstance(x, int) and x.bit_length() > 128:
+        # repr of an int over 4300 digits raises ValueError; say how big it is instead
+        return f"an int of {x.bit_length():,} bits"
     text = repr(x)
     if len(text) > 40:
         text = text[:37] + "..."
@@ -147,11 +151,12 @@ def binary(op: str, a: Any, b: Any, *, exact: bool = False) -> Any:
             return COMPARISONS[op](a, b)
         if exact:
             a, b = to_exact(a), to_exact(b)
-            if _is_rational(a) and _is_rational(b):
-                if op == "/":
-                    return Fraction(a) / b
-                if op == "^":
-                    return _exact_pow(a, b)
+        check_atom_operation(op, a, b)
+        if exact and _is_rational(a) and _is_rational(b):
+            if op == "/":
+                return Fraction(a) / b
+            if op == "^":
+                return _exact_pow(a, b)
         return _ARITH[op](a, b)
     except (TypeError, ZeroDivisionError, OverflowError, ValueError) as exc:
         if isinstance(exc, TypeError):
