@@ -638,3 +638,16 @@ def test_ops_on_mixed_aggregate_results_match_semantics(data, op, c):
             lambda r: checked_row([sem.binary(op, x, y) for x, y in zip(lrows[r], rrows[r])]),
             b,
         )
+
+
+def test_exact_division_of_a_gathered_object_column_stays_rational():
+    # A gather out of a column mixing ints and Fractions leaves ints in an object column;
+    # `/` on it must still divide exactly (it used to take the float fast path).
+    from fractions import Fraction
+
+    from rasp_sim import library
+
+    expression = "aggregate(select(indices, indices - indices % 2, ==), tokens_asis, 0) / 3"
+    (values,) = library.run(expression, [[1, 0, 3, Fraction(1)]], exact=True)
+    assert values == [Fraction(1, 3), Fraction(1, 3), Fraction(1), Fraction(1)]
+    assert all(type(v) is Fraction for v in values)

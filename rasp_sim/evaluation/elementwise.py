@@ -159,8 +159,9 @@ def _or_float_view(x: np.ndarray) -> np.ndarray:
 
 def _fast_binary(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray | None:
     # A mixed int/float column may be computed as floats when every result is a float
-    # (or a bool) whichever elements were ints.
-    float_results = op in _NUMPY_COMPARE or op == "/"
+    # (or a bool) whichever elements were ints. Not `/` in exact mode: there int / int is
+    # a Fraction.
+    float_results = op in _NUMPY_COMPARE or (op == "/" and not exact)
     viewed = False
     if a.dtype == object and (float_results or b.dtype.kind == "f"):
         a = _or_float_view(a)
