@@ -1,73 +1,82 @@
-"""Vectorised evaluator vs tracr's reference evaluator: sequences per second.
+"""rasp-sim's interpreter + vectorised evaluator vs tracr's evaluator and the original RASP.
 
-    python benchmarks/interpreter.py [--quick]
+    python benchmarks/interpreter.py [--quick] [--original CHECKOUT --original-python PYTHON]
 
-Programs (the standard library's definitions, LANGUAGE.md 5.2, built as graph nodes):
-`length`, `hist` = selector_width(select(tokens, tokens, ==)), `reverse` =
-aggregate(select(indices, length - indices - 1, ==), tokens), `sort(tokens, tokens)`.
-tracr gets the same algorithms in its own RASP (its SelectorWidth primitive stands in for
-the selector_width trick). Both evaluate the same random batch of 10,000 inputs over an
-8-letter alphabet at n = 16 and n = 64. tracr evaluates one input at a time, so it is
-timed on a subsample and its rate extrapolated; the output says so.
+rasp-sim runs the real user pipeline: each program is RASP source (examples/reverse.rasp,
+examples/histogram.rasp, and one-line programs for sort and length), parsed and run by
+`Interpreter` (timed once, apart), and the named s-op is evaluated on the whole batch by
+`evaluate_batch`. tracr gets the same algorithms in its own RASP (its SelectorWidth
+primitive stands in for the library's selector_width trick). All evaluate the same random
+batch of 10,000 inputs over an 8-letter alphabet at n = 16 and n = 64.
+
+tracr and the original interpreter (tech-srl/RASP) evaluate one input at a time, so each
+is timed on a subsample (the first 200 inputs) and its rate extrapolated; the output says
+so. The original runs only when given a checkout (--original or RASP_ORIGINAL) and a
+Python with antlr4-python3-runtime 4.9.x and termcolor (--original-python or
+RASP_ORIGINAL_PYTHON); benchmarks/original_driver.py drives it in that Python. On the
+subsamples, rasp-sim's outputs must equal tracr's and the original's (a differential
+check): any mismatch is reported and makes the exit status 1.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import subprocess
+import sys
 import time
-from typing import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
-from rasp_sim import graph as g
+from rasp_sim import graph
 from rasp_sim.evaluate import evaluate_batch
+from rasp_sim.interpreter import Interpreter
 
+ROOT = Path(__file__).resolve().parent.parent
 ALPHABET = "abcdefgh"
+DRIVER = Path(__file__).with_name("original_driver.py")
 
 
-# ------------------------------------------------------------------- rasp-sim graphs
+@dataclass(frozen=True)
+class Program:
+    source: str  # RASP text, run as is by rasp-sim and by the original
+    file: str  # where the text comes from (for rasp-sim's error spans)
+    sop: str  # the name of the s-op to evaluate
 
 
-def _full(value: object) -> g.Full:
-    return g.Full(value=value)
+def _example(name: str, sop: str) -> Program:
+    path = ROOT / "examples" / name
+    return Program(path.read_text(), str(path), sop)
 
 
-def _map(op: str, *inputs: g.SOp) -> g.Map:
-    return g.Map(op=op, inputs=inputs)  # type: ignore[arg-type]
-
-
-def _is_index0() -> g.Map:
-    return _map("indicator", _map("==", g.Indices(), _full(0)))
-
-
-def rasp_length() -> g.SOp:
-    full_s = g.Select(keys=_full(1), queries=_full(1), op="==")
-    return _map("round", _map("/", _full(1), g.Aggregate(selector=full_s, values=_is_index0())))
-
-
-def rasp_selector_width(sel: g.Selector) -> g.SOp:
-    key0 = g.Select(keys=g.Indices(), queries=_full(0), op="==")
-    share = g.Aggregate(selector=g.SelectorOr(left=sel, right=key0), values=_is_index0())
-    had_key0 = g.Aggregate(selector=g.SelectorAnd(left=sel, right=key0), values=_full(1), default=0)
-    return _map("round", _map("+", _map("-", _map("/", _full(1), share), _full(1)), had_key0))
-
-
-def rasp_programs() -> dict[str, g.SOp]:
-    tokens, indices = g.Tokens(kind="str"), g.Indices()
-    length = rasp_length()
-    opposite = _map("-", _map("-", length, indices), _full(1))
-    before = g.SelectorOr(
-        left=g.Select(keys=tokens, queries=tokens, op="<"),
-        right=g.SelectorAnd(
-            left=g.Select(keys=tokens, queries=tokens, op="=="),
-            right=g.Select(keys=indices, queries=indices, op="<"),
-        ),
-    )
-    target = rasp_selector_width(before)
+def programs() -> dict[str, Program]:
+    # examples/sort.rasp sorts integer tokens; the batch here is strings, so sort gets
+    # the same library call on the default (string) tokens.
     return {
-        "length": length,
-        "hist": rasp_selector_width(g.Select(keys=tokens, queries=tokens, op="==")),
-        "reverse": g.Aggregate(selector=g.Select(keys=indices, queries=opposite, op="=="), values=tokens),
-        "sort": g.Aggregate(selector=g.Select(keys=target, queries=indices, op="=="), values=tokens),
+        "length": Program("size = length;\n", "<length>", "size"),
+        "hist": _example("histogram.rasp", "hist"),
+        "reverse": _example("reverse.rasp", "reverse"),
+        "sort": Program("sorted = sort(tokens, tokens);\n", "<sort>", "sorted"),
     }
+
+
+def rasp_sim_roots(progs: dict[str, Program]) -> tuple[dict[str, graph.SOp], dict[str, float]]:
+    """Each program's s-op graph, from a fresh run-mode interpreter, and the seconds its
+    parse + interpret took (the library load at interpreter start-up excluded)."""
+    roots, seconds = {}, {}
+    for name, program in progs.items():
+        interpreter = Interpreter()
+        start = time.perf_counter()
+        interpreter.run_source(program.source, program.file)
+        roots[name] = interpreter.lookup(program.sop)
+        seconds[name] = time.perf_counter() - start
+    return roots, seconds
+
+
+def rasp_sim_outputs(root: graph.SOp, batch: list[str]) -> list[list[Any]]:
+    return evaluate_batch([root], batch)[root].tolist()
 
 
 # ----------------------------------------------------------------------- tracr programs
@@ -95,7 +104,62 @@ def tracr_programs() -> dict[str, object]:
     }
 
 
+def tracr_outputs(program: object, batch: list[str]) -> list[list[Any]]:
+    from tracr.rasp import rasp
+
+    return [rasp.evaluate(program, list(x)) for x in batch]
+
+
+# ------------------------------------------------------------------ original interpreter
+
+
+class OriginalUnavailable(Exception):
+    """The original interpreter cannot be run as configured (the message says why)."""
+
+
+class Original:
+    """The original RASP interpreter, driven in a subprocess by original_driver.py."""
+
+    def __init__(self, checkout: str, python: str):
+        if not (Path(checkout) / "RASP_support" / "REPL.py").is_file():
+            raise OriginalUnavailable(
+                f"{checkout} is not a checkout of tech-srl/RASP (no RASP_support/REPL.py)")
+        probe = subprocess.run([python, "-c", "import antlr4, termcolor"],
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise OriginalUnavailable(
+                f"{python} cannot import antlr4 and termcolor (install "
+                "antlr4-python3-runtime==4.9.3 and termcolor in it): "
+                f"{probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else ''}")
+        self._process = subprocess.Popen(
+            [python, str(DRIVER), checkout], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env={**os.environ, "NO_COLOR": "1"})
+
+    def run(self, program: Program, inputs: list[str]) -> tuple[list[list[Any]], float]:
+        """The original's outputs of `program`'s s-op on `inputs`, and the seconds it took."""
+        request = {"source": program.source, "name": program.sop, "inputs": inputs}
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise OriginalUnavailable("the original's driver stopped without answering")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise OriginalUnavailable(reply["error"])
+        return reply["outputs"], reply["seconds"]
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=30)
+
+
 # ----------------------------------------------------------------------------- timing
+
+
+def random_batch(rng: random.Random, n: int, size: int) -> list[str]:
+    return ["".join(rng.choice(ALPHABET) for _ in range(n)) for _ in range(size)]
 
 
 def _rate(fn: Callable[[], object], count: int, repeats: int) -> float:
@@ -107,33 +171,77 @@ def _rate(fn: Callable[[], object], count: int, repeats: int) -> float:
     return count / best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller batch and tracr subsample")
-    args = parser.parse_args()
-    from tracr.rasp import rasp
+def _first_mismatch(ours: list, theirs: list, batch: list[str]) -> str | None:
+    for x, a, b in zip(batch, ours, theirs):
+        if a != b:
+            return f"input {x!r}: rasp-sim {a} vs {b}"
+    return None
 
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller batch and subsamples")
+    parser.add_argument("--original", default=os.environ.get("RASP_ORIGINAL"),
+                        help="a checkout of tech-srl/RASP (default: $RASP_ORIGINAL)")
+    parser.add_argument("--original-python",
+                        default=os.environ.get("RASP_ORIGINAL_PYTHON", sys.executable),
+                        help="a Python with antlr4-python3-runtime==4.9.3 and termcolor "
+                             "(default: $RASP_ORIGINAL_PYTHON, else this Python)")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = _parse_args()
     batch_size = 1000 if args.quick else 10_000
-    tracr_sample = 20 if args.quick else 200
-    ours, theirs = rasp_programs(), tracr_programs()
+    sample_size = 20 if args.quick else 200
+    original = None
+    if args.original:
+        try:
+            original = Original(args.original, args.original_python)
+        except OriginalUnavailable as error:
+            print(f"error: cannot run the original interpreter: {error}", file=sys.stderr)
+            return 2
+    progs = programs()
+    roots, interpret_seconds = rasp_sim_roots(progs)
+    theirs = tracr_programs()
+    print("rasp-sim parse + interpret (once, not in the rates): " + ", ".join(
+        f"{name} {1000 * s:.1f} ms" for name, s in interpret_seconds.items()))
+    others = "tracr" + (" and the original" if original else "")
+    print(f"batch: {batch_size} random inputs; {others} timed on the first {sample_size} of "
+          "them (one input at a time) and extrapolated per sequence")
+    if not original:
+        print("original interpreter: not run (give --original CHECKOUT --original-python PYTHON)")
+    print(f"{'program':8} {'n':>3} {'rasp-sim seq/s':>15} {'tracr seq/s':>12} "
+          f"{'original seq/s':>15} {'vs tracr':>9} {'vs original':>12}")
     rng = random.Random(0)
-    print(f"batch: {batch_size} random inputs; tracr timed on the first {tracr_sample} "
-          "of them (it evaluates one input at a time) and extrapolated per sequence")
-    print(f"{'program':8} {'n':>3} {'rasp-sim seq/s':>15} {'tracr seq/s':>12} {'ratio':>8}")
+    mismatches = []
     for n in (16, 64):
-        batch = ["".join(rng.choice(ALPHABET) for _ in range(n)) for _ in range(batch_size)]
-        for name, root in ours.items():
-            result = evaluate_batch([root], batch)[root]
-            sample = batch[:tracr_sample]
-            expected = [rasp.evaluate(theirs[name], list(x)) for x in sample]
-            if result[:tracr_sample].tolist() != expected:
-                raise SystemExit(f"{name}: rasp-sim and tracr disagree at n = {n}")
+        batch = random_batch(rng, n, batch_size)
+        sample = batch[:sample_size]
+        for name, root in roots.items():
+            ours = rasp_sim_outputs(root, batch)[:sample_size]
+            problem = _first_mismatch(ours, tracr_outputs(theirs[name], sample), sample)
+            if problem:
+                mismatches.append(f"{name} n={n} tracr: {problem}")
             ours_rate = _rate(lambda: evaluate_batch([root], batch), batch_size, 3)
-            tracr_rate = _rate(lambda: [rasp.evaluate(theirs[name], list(x)) for x in sample],
-                               tracr_sample, 1)
+            tracr_rate = _rate(lambda: tracr_outputs(theirs[name], sample), sample_size, 1)
+            original_cells = ["-", "-"]
+            if original:
+                outputs, seconds = original.run(progs[name], sample)
+                problem = _first_mismatch(ours, outputs, sample)
+                if problem:
+                    mismatches.append(f"{name} n={n} original: {problem}")
+                original_rate = sample_size / seconds
+                original_cells = [f"{original_rate:,.1f}", f"{ours_rate / original_rate:,.0f}x"]
             print(f"{name:8} {n:>3} {ours_rate:>15,.0f} {tracr_rate:>12,.1f} "
-                  f"{ours_rate / tracr_rate:>7,.0f}x")
+                  f"{original_cells[0]:>15} {ours_rate / tracr_rate:>8,.0f}x "
+                  f"{original_cells[1]:>12}", flush=True)
+    if original:
+        original.close()
+    for line in mismatches:
+        print(f"MISMATCH {line}", file=sys.stderr)
+    return 1 if mismatches else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
