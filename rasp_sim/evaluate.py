@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import graph, semantics
-from .errors import RaspError, RaspResourceError, RaspTypeError
+from .errors import RaspError, RaspResourceError, RaspTypeError, Span
 from .evaluation.attention import aggregate, select
 from .evaluation.columns import concat_rows, constant, from_objects, object_column
 from .evaluation.elementwise import apply_map
@@ -185,7 +185,8 @@ def _run_chunk(plan: _Plan, rows: Any, ids: list[int], exact: bool) -> dict[grap
         try:
             values[node] = _compute(node, values, rows, exact)
         except RaspError as exc:
-            raise _locate(node, values, rows, ids, exact, exc) from None
+            error = _locate(node, values, rows, ids, exact, exc)
+            raise error.with_span(_first_user_span(plan, node)) from None
         except MemoryError:
             raise RaspResourceError(
                 "out of memory; lower memory_limit_bytes (rasp-sim: --memory-limit) so "
@@ -212,6 +213,16 @@ def _locate(
             where = f"input {ids[r]} ({_abbrev(rows[r])})"
             return type(err)(f"{err.message}, on {where}", err.span or node.span)
     return exc.with_span(node.span)
+
+
+def _first_user_span(plan: _Plan, node: graph.Node) -> Span | None:
+    """Where `node` is used, for nodes without a span of their own: the base values
+    (`tokens_float`, ...) are shared by every program, so their failures are located at
+    the first expression of the program that reads them."""
+    for user in plan.order:
+        if user.span is not None and any(child is node for child in user.children()):
+            return user.span
+    return None
 
 
 def _row(value: np.ndarray, r: int) -> np.ndarray:

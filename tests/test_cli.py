@@ -179,3 +179,10 @@ def test_console_script_and_module_entry_point(tmp_path):
                                 capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stderr
         assert result.stdout == 'shifted("ab") = [1, 2] (ints)\n'
+
+
+def test_token_conversion_error_is_located_where_the_program_reads_it(capsys, tmp_path):
+    program = write(tmp_path, "y = 1;\nx = tokens_float * 2;\n")
+    code, _, err = run_cli(capsys, "run", program, "--input", '[1, "a"]')
+    assert code == 1
+    assert err.startswith(f"{program}:2:5: runtime error: tokens_float of 'a'")
