@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# The classic library (programs/classic.rasp) through the user-facing compile wrappers;
+# tests/compiler_tracr/programs holds only test-specific programs.
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "compile"
 PROGRAMS = Path(__file__).parent / "programs"
 
 
@@ -18,8 +21,8 @@ def node_of(source: str, name: str, file: str = "<test>"):
     return interpreter.lookup(name)
 
 
-def library_node(file: str, name: str):
-    return node_of((PROGRAMS / file).read_text(), name, str(PROGRAMS / file))
+def file_node(folder: Path, file: str, name: str):
+    return node_of((folder / file).read_text(), name, str(folder / file))
 
 
 @pytest.fixture(scope="session")
@@ -38,5 +41,11 @@ def program():
 
 @pytest.fixture(scope="session")
 def library():
-    """library(file, name) -> the node `name` of tests/compiler_tracr/programs/<file>."""
-    return library_node
+    """library(file, name) -> the node `name` of examples/compile/<file> (classic library)."""
+    return lambda file, name: file_node(EXAMPLES, file, name)
+
+
+@pytest.fixture(scope="session")
+def local():
+    """local(file, name) -> the node `name` of tests/compiler_tracr/programs/<file>."""
+    return lambda file, name: file_node(PROGRAMS, file, name)

@@ -8,7 +8,7 @@ pytest.importorskip("tracr")
 
 
 def test_causal_histogram_counts_the_prefix(driver, library):
-    result = driver.compile_program(library("classic.rasp", "hist"), list("ab"), 4, causal=True,
+    result = driver.compile_program(library("histogram.rasp", "hist"), list("ab"), 4, causal=True,
                                     tracr_oracle=False)
     assert result.report.ok and result.weights.causal
     from rasp_sim.compiler.tracr_backend.runtime import run_weights
@@ -17,7 +17,7 @@ def test_causal_histogram_counts_the_prefix(driver, library):
 
 def test_causal_reverse_reads_position_zero(driver, library):
     # Under the causal restriction length is q + 1, so opp_index is 0 everywhere.
-    result = driver.compile_program(library("classic.rasp", "reverse"), list("abc"), 4,
+    result = driver.compile_program(library("reverse.rasp", "reversed"), list("abc"), 4,
                                     causal=True, tracr_oracle=False)
     assert result.report.ok
     from rasp_sim.compiler.tracr_backend.runtime import run_weights

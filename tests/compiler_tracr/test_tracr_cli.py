@@ -12,14 +12,16 @@ pytest.importorskip("tracr")
 from rasp_sim.cli import main  # noqa: E402
 from rasp_sim.compiler import weights as weight_format  # noqa: E402
 
-PROGRAMS = Path(__file__).parent / "programs"
-CLASSIC = str(PROGRAMS / "classic.rasp")
+# The classic library's wrappers, as a user compiles them.
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "compile"
+REVERSE = str(EXAMPLES / "reverse.rasp")
+HISTOGRAM = str(EXAMPLES / "histogram.rasp")
 
 
 @pytest.fixture(scope="module")
 def reverse_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("models") / "reverse.npz"
-    assert main(["compile", CLASSIC, "--name", "reverse", "--vocab", "a,b,c", "--max-len",
+    assert main(["compile", REVERSE, "--name", "reversed", "--vocab", "a,b,c", "--max-len",
                  "4", "-o", str(path)]) == 0
     return path
 
@@ -40,12 +42,12 @@ def test_compile_writes_validated_weights_with_everything_to_use_them(reverse_mo
 def test_run_weights_and_verify(reverse_model, capsys):
     assert main(["run", "--weights", str(reverse_model), "--input", "abc", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["output"] == ["c", "b", "a"]
-    assert main(["verify", str(reverse_model), CLASSIC, "--name", "reverse"]) == 0
-    assert "agrees with reverse" in capsys.readouterr().out
+    assert main(["verify", str(reverse_model), REVERSE, "--name", "reversed"]) == 0
+    assert "agrees with reversed" in capsys.readouterr().out
 
 
 def test_verify_against_another_program_names_the_first_disagreement(reverse_model, capsys):
-    assert main(["verify", str(reverse_model), CLASSIC, "--name", "hist"]) == 1
+    assert main(["verify", str(reverse_model), HISTOGRAM, "--name", "hist"]) == 1
     err = capsys.readouterr().err
     assert "validation failed" in err and "on input ['a'] at position 0" in err
     assert "the interpreter gives 1" in err and "gives 'a'" in err
@@ -94,7 +96,7 @@ def test_a_disagreeing_model_is_not_written_unless_forced(monkeypatch, tmp_path,
 
     monkeypatch.setattr(driver, "to_weights", swapped_outputs)
     target = tmp_path / "wrong.npz"
-    argv = ["compile", CLASSIC, "--name", "reverse", "--vocab", "a,b", "--max-len", "3",
+    argv = ["compile", REVERSE, "--name", "reversed", "--vocab", "a,b", "--max-len", "3",
             "-o", str(target)]
     assert main(argv) == 1
     err = capsys.readouterr().err
@@ -125,12 +127,12 @@ def test_compile_a_selector_is_an_error(tmp_path, capsys):
 
 
 def test_compile_with_an_empty_vocabulary(capsys):
-    assert main(["compile", CLASSIC, "--name", "hist", "--vocab", "", "--max-len", "3"]) == 1
+    assert main(["compile", HISTOGRAM, "--name", "hist", "--vocab", "", "--max-len", "3"]) == 1
     assert "vocabulary: is empty" in capsys.readouterr().err
 
 
 def test_compile_to_an_unwritable_path(tmp_path, capsys):
     target = tmp_path / "missing" / "dir" / "m.npz"
-    assert main(["compile", CLASSIC, "--name", "hist", "--vocab", "a", "--max-len", "2",
+    assert main(["compile", HISTOGRAM, "--name", "hist", "--vocab", "a", "--max-len", "2",
                  "-o", str(target)]) == 1
     assert "cannot write the weights to" in capsys.readouterr().err

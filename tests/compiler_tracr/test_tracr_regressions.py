@@ -115,13 +115,13 @@ def test_stock_categorical_aggregate_empty_row_gives_a_value_not_the_default(dri
     assert run_weights(result.weights, [[2, 3, 1, 1]]) == [[1, 1, 0, 0]]
 
 
-def test_stock_rejects_composite_selectors_over_different_sops(driver, library):
+def test_stock_rejects_composite_selectors_over_different_sops(driver, local):
     both = rasp.SelectorAnd(rasp.Select(rasp.tokens, rasp.tokens, rasp.Comparison.EQ),
                             rasp.Select(rasp.indices, rasp.indices, rasp.Comparison.LT))
     with pytest.raises(TypeError, match="Compiling composite Selectors is not supported"):
         compiling.compile_rasp_to_model(rasp.Aggregate(both, rasp.tokens), {"a", "b"}, 3)
     # rasp-sim: one Select over the tuple (token, index) (hist2 uses exactly this).
-    result = driver.compile_program(library("classic.rasp", "hist2"), list("abc"), 4,
+    result = driver.compile_program(local("selectors.rasp", "hist2"), list("abc"), 4,
                                     tracr_oracle=False)
     assert result.report.ok
 

@@ -13,7 +13,7 @@ def test_torch_module_matches_numpy_forward(driver, library):
     from rasp_sim.compiler.torch_loader import load_torch
     from rasp_sim.compiler.tracr_backend.runtime import token_ids
 
-    weights = driver.compile_program(library("classic.rasp", "reverse"), list("abc"), 4).weights
+    weights = driver.compile_program(library("reverse.rasp", "reversed"), list("abc"), 4).weights
     net = load_torch(weights)
     ids = np.array([token_ids(weights, list("abca"))])
     expected = forward(weights, ids)
