@@ -651,3 +651,22 @@ def test_exact_division_of_a_gathered_object_column_stays_rational():
     (values,) = library.run(expression, [[1, 0, 3, Fraction(1)]], exact=True)
     assert values == [Fraction(1, 3), Fraction(1, 3), Fraction(1), Fraction(1)]
     assert all(type(v) is Fraction for v in values)
+
+
+@FAST
+@given(aggregations(dict(AGG_VALUES, integral=st.integers(-3, 3).map(float))), st.sampled_from(["mean", "sum"]))
+def test_aggregate_of_one_row_for_the_whole_batch(data, reduction):
+    """A value column that is one (1, n) row for the batch (e.g. `indicator(indices == 0)`)
+    is checked and multiplied as that row, unbroadcast: the result must equal both the
+    semantics and the same aggregate over the row copied into every input."""
+    b, sel, values, default = data
+    row = values[:1]
+    one_row = outcome(lambda: aggregate(np.array(sel), column(row), default, reduction, False).tolist())
+    copied = outcome(lambda: aggregate(np.array(sel), column(row * b), default, reduction, False).tolist())
+    assert one_row[0] == copied[0] and (
+        same_rows(one_row[1], copied[1]) if one_row[0] == "ok" else one_row[1] == copied[1])
+    check_against(
+        lambda: aggregate(np.array(sel), column(row), default, reduction, False),
+        aggregate_reference(sel, row * b, default, reduction, False),
+        b,
+    )

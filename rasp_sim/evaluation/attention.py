@@ -49,8 +49,8 @@ def aggregate(
     one row standing for the whole batch."""
     b = max(sel.shape[0], values.shape[0])
     sel = np.broadcast_to(sel, (b,) + sel.shape[1:])
+    counted = _integral_counts_and_sums(sel, values)  # before broadcasting: see there
     values = np.broadcast_to(values, (b,) + values.shape[1:])
-    counted = _integral_counts_and_sums(sel, values)
     count, sums = counted if counted is not None else (sel.sum(axis=-1), None)
     if sums is not None and values.dtype.kind == "i":
         single = sums  # the sum of one int is that int
@@ -61,10 +61,10 @@ def aggregate(
         return single
     reduced = _reduce(sel, values, count, sums, multi, reduction, exact) if multi.any() else None
     default_col = constant(default, single.shape, exact=exact)
-    if reduced is None or reduced.dtype == single.dtype:
-        fill = single if reduced is None else np.where(multi, reduced, single)
-        if fill.dtype.kind == default_col.dtype.kind and fill.dtype.kind != "O":
-            return np.where(none, default_col, fill)
+    merged = _merge_same_kind(
+        [(~none & ~multi, single), (multi, reduced), (none, default_col)])
+    if merged is not None:
+        return merged
     out = single.astype(object)
     if reduced is not None:
         out[multi] = reduced[multi].astype(object)
@@ -73,6 +73,21 @@ def aggregate(
         fill = single.astype(np.float64) if reduced is None else np.where(multi, reduced, single)
         return mixed_numeric(out, np.where(none, default_col.astype(np.float64), fill))
     return from_objects(out, exact=exact)
+
+
+def _merge_same_kind(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray | None:
+    """The result from its (where, column) parts when every part that is used somewhere
+    has the same non-object dtype kind (then the element types are uniform and NumPy's
+    `where` keeps the values), else None. Unused parts do not count: e.g. a column of
+    float means with no single selection stays float64 though `single` holds ints."""
+    used = [(mask, col) for mask, col in parts if col is not None and mask.any()]
+    kinds = {col.dtype.kind for _, col in used}
+    if len(kinds) != 1 or "O" in kinds:
+        return None
+    out = used[0][1]
+    for mask, col in used[1:]:
+        out = np.where(mask, col, out)
+    return out
 
 
 def _certainly_mixed(
@@ -122,7 +137,8 @@ def _reduce(
 def _integral_counts_and_sums(
     sel: np.ndarray, values: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """|S| and the exact sums of an integer-valued column by one BLAS matmul, or None.
+    """|S| and the exact sums of an integer-valued column by BLAS products, or None.
+    `values` may be one (1, n) row standing for the whole batch (then it is checked once).
 
     While max|v|·n fits the float mantissa, every partial sum in any order is an exactly
     representable integer, so the result equals the left-to-right sum."""
@@ -140,9 +156,10 @@ def _integral_counts_and_sums(
         dtype = np.float64
     else:
         return None
-    both = np.stack([np.ones(values.shape, dtype), values.astype(dtype)], axis=-1)
-    out = np.matmul(sel.astype(dtype), both)
-    count, sums = out[..., 0].astype(np.int64), out[..., 1]
+    # Two matrix-vector products: faster than one product with a (n, 2) matrix.
+    cast = sel.astype(dtype)
+    count = np.matmul(cast, np.ones(cast.shape[-1], dtype)).astype(np.int64)
+    sums = np.matmul(cast, values.astype(dtype)[..., None])[..., 0]
     return count, sums.astype(np.int64) if values.dtype.kind == "i" else sums.astype(np.float64) + 0.0
 
 
