@@ -670,3 +670,18 @@ def test_aggregate_of_one_row_for_the_whole_batch(data, reduction):
         aggregate_reference(sel, row * b, default, reduction, False),
         b,
     )
+
+
+@FAST
+@given(st.sampled_from(["==", "!=", "<", ">", "<=", ">="]), st.integers(1, 3), st.integers(1, 4), st.data())
+def test_select_on_characters_of_every_code_width(op, b, n, data):
+    """Single characters are compared as code points narrowed to uint8 / uint16 when they
+    fit (elementwise.py `_string_ranks`); each width must order like Python's strings."""
+    alphabet = data.draw(st.sampled_from(["ab\0é", "aé\u0101\u20ac", "a\u20ac\U0001d11e"]))
+    char = st.sampled_from(alphabet)
+    keys, queries = ([[data.draw(char) for _ in range(n)] for _ in range(b)] for _ in range(2))
+
+    def row(r: int) -> list:
+        return [[sem.binary(op, k, q) for k in keys[r]] for q in queries[r]]
+
+    check_against(lambda: select(column(keys), column(queries), op, False), row, b)

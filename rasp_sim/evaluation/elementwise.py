@@ -206,7 +206,12 @@ def _string_ranks(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """Integers ordered like the strings (code point order, as in Python), so that big
     (batch, n, n) comparisons compare ints: single characters are their code points."""
     if a.dtype.itemsize == b.dtype.itemsize == 4:
-        return a.view(np.uint32), b.view(np.uint32)
+        a, b = a.view(np.uint32), b.view(np.uint32)
+        top = max(int(a.max(initial=0)), int(b.max(initial=0)))
+        if top < 2**16:  # narrower codes: the (batch, n, n) comparison reads less memory
+            code = np.uint8 if top < 2**8 else np.uint16
+            return a.astype(code), b.astype(code)
+        return a, b
     both = np.concatenate([a.ravel(), b.ravel()])
     _, ranks = np.unique(both, return_inverse=True)
     ranks = ranks.reshape(-1)
