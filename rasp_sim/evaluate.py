@@ -30,8 +30,8 @@ selector, plus the temporaries of the node being computed); a group that exceeds
 `memory_limit_bytes` is split into chunks that fit, and if one input alone exceeds it a
 RaspResourceError says so and how to raise the limit. Chunks are also kept near 32 MiB
 whatever the limit, which measured fastest. Values that do not depend on the input
-(indices, constants, `length`, `select(indices, 0, ==)`) are computed once per chunk as a
-single row and broadcast.
+(indices, constants, `length`, `select(indices, 0, ==)`) are computed once per group, by
+its first chunk, as a single row that later chunks reuse and NumPy broadcasts.
 """
 from __future__ import annotations
 
@@ -120,6 +120,11 @@ class _Plan:
             for child in node.children():
                 last_use[child] = step
         keep = set(self.roots)
+        # Nodes that read no tokens: the same single row for every chunk of a group.
+        self.invariant: set[graph.Node] = set()
+        for node in self.order:
+            if not isinstance(node, graph.Tokens) and all(c in self.invariant for c in node.children()):
+                self.invariant.add(node)
         self.drops: list[list[graph.Node]] = [[] for _ in self.order]
         for node, step in last_use.items():
             if node not in keep:
@@ -172,29 +177,44 @@ def _run_group(
             "with memory_limit_bytes= (rasp-sim: --memory-limit)"
         )
     chunk = max(1, min(limit, _WORKING_SET_BYTES) // per_input)
+    shared: dict[graph.Node, np.ndarray] = {}  # the invariant values, computed by chunk 1
     parts = [
-        _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact)
+        _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
         for s in range(0, len(rows), chunk)
     ]
     return {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
 
 
-def _run_chunk(plan: _Plan, rows: Any, ids: list[int], exact: bool) -> dict[graph.Node, np.ndarray]:
+def _run_chunk(
+    plan: _Plan, rows: Any, ids: list[int], exact: bool, shared: dict[graph.Node, np.ndarray]
+) -> dict[graph.Node, np.ndarray]:
     values: dict[graph.Node, np.ndarray] = {}
     for step, node in enumerate(plan.order):
-        try:
-            values[node] = _compute(node, values, rows, exact)
-        except RaspError as exc:
-            error = _locate(node, values, rows, ids, exact, exc)
-            raise error.with_span(_first_user_span(plan, node)) from None
-        except MemoryError:
-            raise RaspResourceError(
-                "out of memory; lower memory_limit_bytes (rasp-sim: --memory-limit) so "
-                "that batches are split into smaller chunks", node.span
-            ) from None
+        if node in shared:
+            values[node] = shared[node]
+        else:
+            values[node] = _compute_located(plan, node, values, rows, ids, exact)
+            if node in plan.invariant:
+                shared[node] = values[node]
         for dropped in plan.drops[step]:
             values.pop(dropped, None)
     return {root: _full_batch(values[root], len(rows)) for root in plan.roots}
+
+
+def _compute_located(
+    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool
+) -> np.ndarray:
+    """`_compute`, with a failure located at the first failing input and a span."""
+    try:
+        return _compute(node, values, rows, exact)
+    except RaspError as exc:
+        error = _locate(node, values, rows, ids, exact, exc)
+        raise error.with_span(_first_user_span(plan, node)) from None
+    except MemoryError:
+        raise RaspResourceError(
+            "out of memory; lower memory_limit_bytes (rasp-sim: --memory-limit) so "
+            "that batches are split into smaller chunks", node.span
+        ) from None
 
 
 def _full_batch(value: np.ndarray, b: int) -> np.ndarray:

@@ -685,3 +685,28 @@ def test_select_on_characters_of_every_code_width(op, b, n, data):
         return [[sem.binary(op, k, q) for k in keys[r]] for q in queries[r]]
 
     check_against(lambda: select(column(keys), column(queries), op, False), row, b)
+
+
+def test_values_that_read_no_tokens_are_computed_once_per_group(monkeypatch):
+    """Chunks reuse the first chunk's rows for nodes that read no tokens (evaluate.py);
+    the results must equal a one-chunk run, and only token-reading nodes run per chunk."""
+    import rasp_sim.evaluate as ev
+
+    key0 = sel(I, full(0))
+    first = agg(g.SelectorOr(left=key0, right=sel(T, T)), m("indicator", m("==", I, full(0))))
+    invariant = agg(key0, m("+", I, full(1)))  # reads no tokens: one row for all inputs
+    roots = [m("+", first, invariant), invariant]
+    inputs = np.random.default_rng(1).integers(0, 3, (40, 6)).tolist()
+    whole = evaluate(roots, inputs)
+    calls: list[g.Node] = []
+    real = ev._compute
+    monkeypatch.setattr(ev, "_compute", lambda node, *args: (calls.append(node), real(node, *args))[1])
+    chunked = evaluate(roots, inputs, memory_limit_bytes=estimate_bytes(roots, 6) * 4)
+    assert same_rows([sum(r, []) for r in chunked], [sum(r, []) for r in whole])
+    chunks = calls.count(T)
+    assert chunks == 10
+    for node in g.ancestors(roots):
+        reads_tokens = any(a is T for a in g.ancestors([node]))
+        assert calls.count(node) == (chunks if reads_tokens else 1), node
+    assert all(r[1] == [1] * 6 for r in whole)
+    assert [r[0] for r in whole] == [[x + 1 for x in r[0]] for r in evaluate([first], inputs)]
