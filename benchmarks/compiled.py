@@ -2,16 +2,19 @@
 
     python benchmarks/compiled.py [--batch 4096] [--apply-sample 50] [--quick]
 
-1. Table: every program of tests/compiler_tracr/programs/table.tsv compiled with
+1. Table: every row of examples/compile/table.tsv (the classic library, programs/classic.rasp,
+   through the wrappers in examples/compile/) compiled with
    `rasp-sim compile`'s pipeline (validated exhaustively): layers, heads, residual width,
    parameters, compile time (graph -> weights; no JAX) and the validation result.
 2. Forward speed on one batch of random inputs of length max_len: the NumPy forward of the
    exported weights (one batched call) against tracr's `model.apply` (its public API, one
    sequence per call, timed on --apply-sample sequences and extrapolated; the output says
-   so) and, for reference, tracr's haiku forward jitted over the whole batch. Sequences per
-   second and the ratio NumPy / model.apply (target: >= 1000x).
+   so) and tracr's haiku forward jitted over the whole padded batch (same inputs, one
+   compiled XLA call per 512 rows). Sequences per second and both ratios; the issue's
+   target (>= 1000x) is for NumPy batched / model.apply per sequence.
 3. Compile time against stock tracr (`compiling.compile_rasp_to_model`, which includes
-   haiku assembly) on the programs tracr's own library has: reverse, hist, sort. rasp-sim's
+   haiku assembly) on the programs tracr's own library has: reverse, hist, sort, sort by
+   frequency, shuffle-Dyck-2. rasp-sim's
    time is shown for the compile proper and with tracr's assembly of the oracle. Times are
    medians of 3 runs after a warm-up (the first JAX call in a process costs ~1 s more).
 Timings depend on the machine and its load: rerun before quoting.
@@ -31,7 +34,7 @@ from rasp_sim.compiler.tracr_backend.assemble import to_weights, tracr_model
 from rasp_sim.compiler.tracr_backend.pipeline import BOS, compile_graph
 from rasp_sim.compiler.tracr_backend.runtime import run_ids
 
-PROGRAMS = Path(__file__).resolve().parent.parent / "tests" / "compiler_tracr" / "programs"
+PROGRAMS = Path(__file__).resolve().parent.parent / "examples" / "compile"
 
 
 def table_rows() -> list[tuple[str, str, str, int]]:
@@ -73,8 +76,9 @@ def compile_table(rows) -> dict:
 def forward_speed(results: dict, batch: int, apply_sample: int) -> None:
     print(f"\nForward speed, {batch} random inputs of length max_len (float64):")
     print("| program | NumPy forward (seq/s) | tracr model.apply (seq/s, "
-          f"{apply_sample} timed) | ratio | tracr jitted batch (seq/s) |")
-    print("|---|---|---|---|---|")
+          f"{apply_sample} timed) | ratio (target >= 1000x) | tracr jitted batch (seq/s) | "
+          "ratio to jitted batch |")
+    print("|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
     for name, (root, vocab, max_len, result) in results.items():
         weights = result.weights
@@ -93,17 +97,19 @@ def forward_speed(results: dict, batch: int, apply_sample: int) -> None:
         jitted(ids[:8])  # compile once
         jit_rate = batch / median_seconds(lambda: jitted(ids))
         print(f"| {name} | {numpy_rate:,.0f} | {apply_rate:,.1f} (extrapolated) | "
-              f"{numpy_rate / apply_rate:,.0f}x | {jit_rate:,.0f} |")
+              f"{numpy_rate / apply_rate:,.0f}x | {jit_rate:,.0f} | {numpy_rate / jit_rate:,.1f}x |")
 
 
 def stock_compile_times(results: dict) -> None:
     from tracr.compiler import compiling, lib
     from tracr.rasp import rasp
 
-    stock = {"reverse": lambda n: lib.make_reverse(rasp.tokens),
+    stock = {"reversed": lambda n: lib.make_reverse(rasp.tokens),
              "hist": lambda n: lib.make_hist(),
              "sorted": lambda n: lib.make_sort(rasp.tokens, rasp.tokens, max_seq_len=n,
-                                               min_key=1)}
+                                               min_key=1),
+             "by_freq": lambda n: lib.make_sort_freq(max_seq_len=n),
+             "shuffle_dyck2_state": lambda n: lib.make_shuffle_dyck2()}
     print("\nCompile time, median of 3 (stock includes haiku assembly):")
     print("| program | stock tracr compile_rasp_to_model | rasp-sim compile | "
           "rasp-sim compile + tracr oracle assembly |")
@@ -125,11 +131,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=4096)
     parser.add_argument("--apply-sample", type=int, default=50)
-    parser.add_argument("--quick", action="store_true", help="reverse, hist and sort only")
+    parser.add_argument("--quick", action="store_true", help="reversed, hist and sorted only")
     args = parser.parse_args()
     rows = table_rows()
     if args.quick:
-        rows = [r for r in rows if r[1] in ("reverse", "hist", "sorted")]
+        rows = [r for r in rows if r[1] in ("reversed", "hist", "sorted")]
     results = compile_table(rows)
     forward_speed(results, args.batch, args.apply_sample)
     stock_compile_times(results)

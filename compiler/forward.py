@@ -21,7 +21,11 @@ Array = Any  # an xp array
 def matmul(x: Array, w: Matrix, xp: ModuleType = np) -> Array:
     """x @ w over the last axis of x, for a dense or a sparse w."""
     if not isinstance(w, SparseMatrix):
-        return x @ xp.asarray(w)
+        # One 2-D GEMM over all B*N rows: NumPy runs a stacked (B, N, D) @ (D, k) as B
+        # small products, several times slower on the batches the compiled models see.
+        flat = x.reshape(-1, x.shape[-1])
+        out = _dense_numpy(flat, w) if xp is np else flat @ xp.asarray(w)
+        return out.reshape(*x.shape[:-1], out.shape[-1])
     flat = x.reshape(-1, w.shape[0])
     contributions = flat[:, w.rows] * xp.asarray(w.values)
     if xp is np:
@@ -32,6 +36,26 @@ def matmul(x: Array, w: Matrix, xp: ModuleType = np) -> Array:
     else:  # functional update (jax.numpy)
         out = xp.zeros((flat.shape[0], w.shape[1])).at[:, w.cols].add(contributions)
     return out.reshape(*x.shape[:-1], w.shape[1])
+
+
+def _dense_numpy(flat: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """flat @ w, skipping w's all-zero rows and columns when they are most of it.
+
+    Compiled (tracr) blocks read a few residual directions and write a few: their dense
+    matrices are mostly zero rows and columns. Leaving out a zero row drops terms x * 0 = 0
+    (exact for finite x); the sum of the remaining terms may be ordered differently by BLAS
+    (ulp-level). Dense matrices without such structure take the plain product."""
+    w = np.asarray(w)
+    rows = np.flatnonzero(w.any(axis=1))
+    cols = np.flatnonzero(w.any(axis=0))
+    if 2 * rows.size > w.shape[0] and 2 * cols.size > w.shape[1]:
+        return flat @ w
+    product = flat[:, rows] @ w[np.ix_(rows, cols)]
+    if cols.size == w.shape[1]:
+        return product
+    out = np.zeros((flat.shape[0], w.shape[1]))
+    out[:, cols] = product
+    return out
 
 
 def layer_norm(x: Array, norm: LayerNorm, xp: ModuleType = np) -> Array:
@@ -47,6 +71,11 @@ def softmax_attention(q: Array, k: Array, scale: float, causal: bool,
     if causal:
         n = scores.shape[-1]
         scores = xp.where(xp.tril(xp.ones((n, n), dtype=bool)), scores, -xp.inf)
+    if xp is np:  # the same operations in place on the fresh scores array
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
     scores = scores - scores.max(axis=-1, keepdims=True)
     weights = xp.exp(scores)
     return weights / weights.sum(axis=-1, keepdims=True)
@@ -54,12 +83,18 @@ def softmax_attention(q: Array, k: Array, scale: float, causal: bool,
 
 def attention(x: Array, block: AttentionBlock, causal: bool, xp: ModuleType = np) -> Array:
     """Sum over heads of A_h x W_V W_O (without the residual)."""
-    total = 0.0
+    total = None
     for head in block.heads:
         pattern = softmax_attention(matmul(x, head.w_q, xp), matmul(x, head.w_k, xp),
                                     block.scale, causal, xp)
         out = pattern @ matmul(x, head.w_v, xp)
-        total = total + (out if head.w_o is None else matmul(out, head.w_o, xp))
+        out = out if head.w_o is None else matmul(out, head.w_o, xp)
+        if total is None:
+            total = out
+        elif xp is np:  # every head's output is a fresh array: accumulate in place
+            total += out
+        else:
+            total = total + out
     return total
 
 
@@ -69,10 +104,27 @@ ACTIVATION_FUNCTIONS = {
     "gelu": lambda z, xp: 0.5 * z * (1.0 + xp.tanh(0.7978845608028654 * (z + 0.044715 * z ** 3))),
 }
 
+_HIDDEN_CHUNK = 1 << 18  # hidden-layer elements per chunk: 2 MiB of float64 (about L2)
+
 
 def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
-    hidden = ACTIVATION_FUNCTIONS[block.activation](matmul(x, block.w1, xp) + block.b1, xp)
-    return matmul(hidden, block.w2, xp) + block.b2
+    if xp is not np:
+        hidden = ACTIVATION_FUNCTIONS[block.activation](matmul(x, block.w1, xp) + block.b1, xp)
+        return matmul(hidden, block.w2, xp) + block.b2
+    # NumPy: row chunks whose hidden layer (the largest array) stays in cache, the same
+    # operations in place. Rows are independent: chunking changes at most BLAS's order of
+    # summation within a row (ulp-level).
+    flat = x.reshape(-1, x.shape[-1])
+    out = np.empty((flat.shape[0], block.b2.shape[0]))
+    step = max(256, _HIDDEN_CHUNK // max(block.b1.shape[0], 1))
+    for start in range(0, flat.shape[0], step):
+        pre = matmul(flat[start:start + step], block.w1, np)
+        pre += block.b1
+        hidden = np.maximum(pre, 0.0, out=pre) if block.activation == "relu" \
+            else ACTIVATION_FUNCTIONS[block.activation](pre, np)
+        out[start:start + step] = matmul(hidden, block.w2, np)
+    out += block.b2
+    return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
 def apply_block(x: Array, block: AttentionBlock | MLPBlock, causal: bool,
@@ -81,7 +133,12 @@ def apply_block(x: Array, block: AttentionBlock | MLPBlock, causal: bool,
     inner = x if block.norm is None else layer_norm(x, block.norm, xp)
     out = attention(inner, block, causal, xp) if isinstance(block, AttentionBlock) \
         else mlp(inner, block, xp)
-    return x + out if block.residual else out
+    if not block.residual:
+        return out
+    if xp is np:  # out is fresh (never x itself): add the residual in place
+        out += x
+        return out
+    return out + x
 
 
 def embed_features(model: Transformer, features: Array, xp: ModuleType = np) -> Array:

@@ -50,7 +50,12 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
         if isinstance(block, transformers.MLP):
             w1 = _projection(block.fst.input_space, residual) @ block.fst.matrix
             w2 = block.snd.matrix @ _projection(block.snd.output_space, residual).T
-            layers.append(MLPBlock(w1, np.zeros(w1.shape[1]), w2, np.zeros(residual.num_dims)))
+            # Hidden units that write nothing (a zero row of W2: e.g. the table entries of a
+            # sequence map whose output is 0) are dropped; relu(.) * 0 adds exactly 0, so the
+            # output is unchanged and dyck1's 786-unit MLP keeps 10 units.
+            live = np.flatnonzero(np.any(w2 != 0, axis=1))
+            layers.append(MLPBlock(w1[:, live], np.zeros(live.size), w2[live],
+                                   np.zeros(residual.num_dims)))
         else:
             heads = []
             for head in block.as_multi().heads():
