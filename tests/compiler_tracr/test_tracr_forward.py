@@ -1,0 +1,58 @@
+"""The forward pass's shortcuts for compiled (tracr) weights against the plain formulas,
+and the assembly's dropping of dead MLP units."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rasp_sim.compiler.forward import matmul, mlp
+from rasp_sim.compiler.weights import MLPBlock
+
+
+def sparse_structured(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """A random matrix with random all-zero rows and columns (as tracr's blocks have)."""
+    w = rng.normal(size=shape)
+    w[rng.random(shape[0]) < rng.random()] = 0.0
+    w[:, rng.random(shape[1]) < rng.random()] = 0.0
+    return w
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 40), k=st.integers(1, 40),
+       rows=st.integers(0, 50))
+def test_dense_matmul_skipping_zero_rows_and_columns_is_the_product(seed, d, k, rows):
+    rng = np.random.default_rng(seed)
+    w = sparse_structured(rng, (d, k))
+    x = rng.normal(size=(rows, 3, d))
+    # Dropped terms are x * 0 = 0 exactly; the rest may be summed in another order by BLAS,
+    # so agreement to a few ulps of the sum of |terms|.
+    bound = 1e-14 * (np.abs(x) @ np.abs(w)).max(initial=1.0)
+    np.testing.assert_allclose(matmul(x, w), x @ w, rtol=0, atol=bound)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), hidden=st.integers(1, 600))
+def test_chunked_mlp_is_the_mlp(seed, hidden):
+    # 1200 rows: more than one chunk once hidden > 218 (2^18 / 1200).
+    rng = np.random.default_rng(seed)
+    block = MLPBlock(sparse_structured(rng, (12, hidden)), rng.normal(size=hidden),
+                     sparse_structured(rng, (hidden, 12)), rng.normal(size=12))
+    x = rng.normal(size=(400, 3, 12))
+    want = np.maximum(x @ block.w1 + block.b1, 0.0) @ block.w2 + block.b2
+    bound = 1e-13 * (np.abs(np.maximum(x @ block.w1 + block.b1, 0.0)) @ np.abs(block.w2)).max(
+        initial=1.0) + 1e-13 * np.abs(block.b2).max()
+    np.testing.assert_allclose(mlp(x, block), want, rtol=0, atol=bound)
+
+
+def test_compiled_mlps_keep_only_units_that_write(driver, library):
+    pytest.importorskip("tracr")
+    from rasp_sim.compiler.weights import MLPBlock as Block
+
+    result = driver.compile_program(library("dyck.rasp", "dyck1_state"), list("()"), 8,
+                                    tracr_oracle=False)
+    assert result.report.ok
+    blocks = [b for b in result.weights.layers if isinstance(b, Block)]
+    assert blocks and all(np.all(np.any(b.w2 != 0, axis=1)) for b in blocks)
+    # the sequence map of the two prefix means had 786 table units, 10 of which write
+    assert max(b.w1.shape[1] for b in blocks) < 100
