@@ -654,13 +654,22 @@ def test_exact_division_of_a_gathered_object_column_stays_rational():
 
 
 @FAST
-@given(aggregations(dict(AGG_VALUES, integral=st.integers(-3, 3).map(float))), st.sampled_from(["mean", "sum"]))
-def test_aggregate_of_one_row_for_the_whole_batch(data, reduction):
-    """A value column that is one (1, n) row for the batch (e.g. `indicator(indices == 0)`)
-    is checked and multiplied as that row, unbroadcast: the result must equal both the
-    semantics and the same aggregate over the row copied into every input."""
+@given(
+    aggregations(dict(AGG_VALUES, integral=st.integers(-3, 3).map(float))),
+    st.sampled_from(["mean", "sum"]),
+    st.sampled_from(["as drawn", "constant", "sparse"]),
+)
+def test_aggregate_of_one_row_for_the_whole_batch(data, reduction, shape):
+    """A value column that is one (1, n) row for the batch (e.g. `indicator(indices == 0)`
+    or a constant) is checked once, and a constant or sparse one is summed from the
+    selector's columns without a matrix product: the result must equal both the semantics
+    and the same aggregate over the row copied into every input."""
     b, sel, values, default = data
-    row = values[:1]
+    row = [list(values[0])]
+    if shape == "constant":
+        row = [[row[0][0]] * len(row[0])]
+    elif shape == "sparse":  # one nonzero value, the rest zeros of the same type
+        row = [[x if i == 0 else type(x)(0) for i, x in enumerate(row[0])]]
     one_row = outcome(lambda: aggregate(np.array(sel), column(row), default, reduction, False).tolist())
     copied = outcome(lambda: aggregate(np.array(sel), column(row * b), default, reduction, False).tolist())
     assert one_row[0] == copied[0] and (
@@ -710,3 +719,16 @@ def test_values_that_read_no_tokens_are_computed_once_per_group(monkeypatch):
         assert calls.count(node) == (chunks if reads_tokens else 1), node
     assert all(r[1] == [1] * 6 for r in whole)
     assert [r[0] for r in whole] == [[x + 1 for x in r[0]] for r in evaluate([first], inputs)]
+
+
+@pytest.mark.parametrize("n", [12, 300])  # 300: the counts no longer fit uint8, the product path
+@pytest.mark.parametrize("kind", ["constant", "one-hot", "dense"])
+def test_aggregate_of_wide_one_row_columns(n, kind):
+    rng = np.random.default_rng(n)
+    row = {"constant": [3] * n, "one-hot": [0] * (n - 1) + [5], "dense": rng.integers(-9, 9, n).tolist()}[kind]
+    sel = (rng.random((2, n, n)) < rng.choice([0.01, 0.5], (2, n, 1))).tolist()
+    check_against(
+        lambda: aggregate(np.array(sel), column([row]), 0, "mean", False),
+        aggregate_reference(sel, [row, row], 0, "mean", False),
+        2,
+    )
