@@ -11,7 +11,9 @@ The means are **bit-equal** to the original's left-to-right Python `sum`, not me
 - int64 values, and float64 values that are all integers: the sum is exact (a float32
   or float64 BLAS matmul while max|v|·n fits the mantissa, 2^24 or 2^53, so that every
   partial sum in any order is an exactly representable integer; int64 arithmetic beyond
-  that), and `float(exact_sum) / |S|` is what Python's `int_sum * 1.0 / |S|` computes;
+  that; for one value row shared by the whole batch that is constant or has few nonzero
+  values, c·|S| or the selected columns added up, exact for the same reason), and
+  `float(exact_sum) / |S|` is what Python's `int_sum * 1.0 / |S|` computes;
 - other float64 values: a masked `np.cumsum` along the key axis, which NumPy accumulates
   strictly left to right (unlike `sum`/matmul, which use pairwise or BLAS order), plus
   0.0 (Python's sum starts from the int 0, so a sum is never -0.0);
