@@ -70,7 +70,7 @@ def aggregate(
     out = single.astype(object)
     if reduced is not None:
         out[multi] = reduced[multi].astype(object)
-    out[none] = default_col.astype(object)[0, 0]
+    out[none] = default_col[:1, :1].astype(object)[0, 0]  # one atom, not a full column
     if _certainly_mixed(single, reduced, default_col, none, multi):
         fill = single.astype(np.float64) if reduced is None else np.where(multi, reduced, single)
         return mixed_numeric(out, np.where(none, default_col.astype(np.float64), fill))
