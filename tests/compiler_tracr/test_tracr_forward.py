@@ -56,3 +56,20 @@ def test_compiled_mlps_keep_only_units_that_write(driver, library):
     assert blocks and all(np.all(np.any(b.w2 != 0, axis=1)) for b in blocks)
     # the sequence map of the two prefix means had 786 table units, 10 of which write
     assert max(b.w1.shape[1] for b in blocks) < 100
+
+
+def test_in_place_forward_is_the_block_by_block_stream(driver, library):
+    pytest.importorskip("tracr")
+    from rasp_sim.compiler.forward import embed_tokens, forward, readout, residual_stream
+
+    weights = driver.compile_program(library("dyck.rasp", "shuffle_dyck2_state"), list("(){}"),
+                                     6, tracr_oracle=False).weights
+    ids = np.random.default_rng(0).integers(1, len(weights.input_encoder.tokens), (64, 7))
+    ids[:, 0] = weights.input_encoder.tokens.index(weights.input_encoder.bos)
+    features = embed_tokens(weights, ids)
+    before = features.copy()
+    want = readout(weights, residual_stream(weights, features)[-1])
+    # Same operations on the written columns only; BLAS may order a sum differently (ulps).
+    np.testing.assert_allclose(forward(weights, ids), want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(forward(weights, features), want, rtol=0, atol=1e-12)
+    assert np.array_equal(features, before)  # the caller's array is not the updated stream
