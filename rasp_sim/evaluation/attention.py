@@ -67,14 +67,31 @@ def aggregate(
         [(~none & ~multi, single), (multi, reduced), (none, default_col)])
     if merged is not None:
         return merged
+    default_atom = default_col[:1, :1].astype(object)[0, 0]  # one atom, not a full column
+    if _certainly_mixed(single, reduced, default_col, none, multi):
+        return _mixed_column(single, reduced, default_col, default_atom, none, multi)
     out = single.astype(object)
     if reduced is not None:
         out[multi] = reduced[multi].astype(object)
-    out[none] = default_col[:1, :1].astype(object)[0, 0]  # one atom, not a full column
-    if _certainly_mixed(single, reduced, default_col, none, multi):
-        fill = single.astype(np.float64) if reduced is None else np.where(multi, reduced, single)
-        return mixed_numeric(out, np.where(none, default_col.astype(np.float64), fill))
+    out[none] = default_atom
     return from_objects(out, exact=exact)
+
+
+def _mixed_column(
+    single: np.ndarray, reduced: np.ndarray | None, default_col: np.ndarray, default_atom: Any,
+    none: np.ndarray, multi: np.ndarray,
+) -> np.ndarray:
+    """The object column of int single selections, float means and the default, built from
+    its float64 values (recorded with it): every entry starts as that float, then the
+    entries that are ints (usually few) are written over."""
+    fill = single.astype(np.float64) if reduced is None else np.where(multi, reduced, single)
+    as_float = np.where(none, default_col.astype(np.float64), fill) if none.any() else fill
+    out = as_float.astype(object)
+    ones = ~none & ~multi
+    out[ones] = single[ones].astype(object)
+    if default_col.dtype.kind == "i":
+        out[none] = default_atom
+    return mixed_numeric(out, as_float)
 
 
 def _merge_same_kind(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray | None:
