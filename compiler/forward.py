@@ -233,7 +233,7 @@ def forward(model: Transformer, inputs: Array, xp: ModuleType = np) -> Array:
     else:
         stream = embed_features(model, inputs, xp)
     if xp is np:
-        final = _final_stream_in_place(model, np.array(stream, dtype=np.float64))
+        final = _final_stream_in_place(model, np.array(stream, dtype=np.float64, order="C"))
     else:
         final = residual_stream(model, stream, xp)[-1]
     return readout(model, final, xp)

@@ -63,16 +63,17 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
                     w_q=_projection(head.w_qk.left_space, residual) @ head.w_qk.matrix,
                     w_k=_projection(head.w_qk.right_space, residual),
                     w_v=_projection(head.w_ov.input_space, residual) @ head.w_ov.matrix,
-                    w_o=_projection(head.w_ov.output_space, residual).T))
+                    w_o=np.ascontiguousarray(_projection(head.w_ov.output_space, residual).T)))
             layers.append(AttentionBlock(tuple(heads), scale=1.0))
     tokens = compiled.tokens_space
-    token_embed = _projection(tokens, residual).T
+    # C order (not transposed views): the forward's gathers and 2-D reshapes stay copies-free
+    token_embed = np.ascontiguousarray(_projection(tokens, residual).T)
     one = bases.BasisDirection("one")
     if one in residual:  # every position, BOS included, carries the constant 1
         token_embed[:, residual.index_by_direction[one]] = 1.0
     # Position 0 is BOS and has no index; position p > 0 is index p - 1.
     pos_embed = np.vstack([np.zeros((1, residual.num_dims)),
-                           _projection(compiled.indices_space, residual).T])
+                           _projection(compiled.indices_space, residual).T])  # vstack: C order
     output = compiled.output_space
     return Transformer(
         layers=tuple(layers),
