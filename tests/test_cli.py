@@ -186,3 +186,12 @@ def test_token_conversion_error_is_located_where_the_program_reads_it(capsys, tm
     code, _, err = run_cli(capsys, "run", program, "--input", '[1, "a"]')
     assert code == 1
     assert err.startswith(f"{program}:2:5: runtime error: tokens_float of 'a'")
+
+
+def test_several_inputs_after_one_flag(capsys):
+    code, out, _ = run_cli(capsys, "run", str(EXAMPLES / "reverse.rasp"),
+                           "--input", "ab", "[1, 2, 3]", "--input", "c")
+    assert code == 0
+    assert out.splitlines() == ['reverse("ab") = [b, a] (strings)',
+                                "reverse([1, 2, 3]) = [3, 2, 1] (strings)",  # tokens is tokens_str
+                                'reverse("c") = [c] (strings)']

@@ -50,9 +50,10 @@ def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", action="append", dest="input_texts", metavar="TEXT",
-                        help="an input: a JSON list such as '[3, 1, 2]', or text whose "
-                        "characters are the tokens (repeatable)")
+    source.add_argument("--input", action="extend", nargs="+", dest="input_texts",
+                        metavar="TEXT",
+                        help="inputs: each a JSON list such as '[3, 1, 2]', or text whose "
+                        "characters are the tokens (several after one --input, or repeat it)")
     source.add_argument("--inputs", metavar="FILE",
                         help="a file with one input per line (JSON lists or plain text)")
 
