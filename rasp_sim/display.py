@@ -14,6 +14,11 @@ from . import graph
 from .semantics import sequence_type
 from .values import Applied, Function, node_name
 
+def type_label(values: list) -> str:
+    """The plural type name the original prints after a sequence: ints, floats, ..."""
+    return sequence_type(values) + "s"
+
+
 Runner = Callable[[graph.Node, Any], list]
 
 
@@ -40,7 +45,7 @@ def small(value: Any) -> str:
 
 def sequence_text(values: list) -> str:
     """`[0, 1, 2] (ints)`; an all-equal sequence longer than 1 as `[5]*5 (ints)`."""
-    label = f"({sequence_type(values)}s)"
+    label = f"({type_label(values)})"
     if len(values) > 1 and len(set(values)) == 1:
         return f"[{small(values[0])}]*{len(values)} {label}"
     return "[" + ", ".join(small(v) for v in values) + "] " + label
@@ -77,8 +82,8 @@ def full_sequence_lines(example: Any, values: list, lead: str, prefix: str = "")
 
     return [
         lead,
-        f"{prefix} \t\tinput:   {row(ins)} \t ({sequence_type(example)}s)",
-        f"{prefix} \t\toutput:  {row(outs)} \t ({sequence_type(values)}s)",
+        f"{prefix} \t\tinput:   {row(ins)} \t ({type_label(example)})",
+        f"{prefix} \t\toutput:  {row(outs)} \t ({type_label(values)})",
     ]
 
 

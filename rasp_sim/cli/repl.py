@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from ..errors import RaspError
+from .run import add_language_options
 
 PROMPT, CONTINUATION = ">> ", ".. "
 HISTORY_FILE = Path(os.environ.get("RASP_SIM_HISTORY", Path.home() / ".rasp_sim_history"))
@@ -27,8 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "`quit` or end of input.",
     )
     parser.add_argument("file", nargs="?", help="a program to run before the first prompt")
-    parser.add_argument("--exact", action="store_true", help="exact rational arithmetic")
-    parser.add_argument("--strict", action="store_true", help="disable every extension")
+    add_language_options(parser)
     parser.set_defaults(handler=run_repl)
 
 

@@ -7,6 +7,7 @@ import sys
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
+from ..display import type_label
 from . import UsageError
 from .inputs import parse_input, read_inputs_file
 
@@ -36,13 +37,19 @@ def parse_size(text: str) -> int:
         ) from None
 
 
-def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by every command that evaluates RASP programs."""
+def add_language_options(parser: argparse.ArgumentParser) -> None:
+    """The arithmetic and dialect options of every command that runs RASP programs."""
     parser.add_argument("--exact", action="store_true",
                         help="exact rational arithmetic (fractions) instead of float64")
     parser.add_argument("--strict", action="store_true",
                         help="disable every extension: accept only what the original RASP "
                         "accepts")
+
+
+def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
+    """Options of commands that evaluate batches: the language options and the memory
+    limit."""
+    add_language_options(parser)
     parser.add_argument("--memory-limit", type=parse_size, default=parse_size("4GiB"),
                         metavar="SIZE", help="largest evaluation working set; bigger batches "
                         "are split, a single input that does not fit is refused (default 4GiB)")
@@ -133,20 +140,14 @@ def format_text(name: str, sequence: Any, output: Sequence[Any]) -> str:
     if _is_selector_value(output):
         rows = ["  " + " ".join("1" if selected else "." for selected in row) for row in output]
         return "\n".join([f"{head} = selector (query rows, key columns):", *rows])
-    return f"{head} = {_list_text(output)} ({_type_label(output)})"
+    return f"{head} = {_list_text(output)} ({type_label(list(output))})"
 
 
 def format_json(sequence: Any, output: Sequence[Any]) -> str:
     if _is_selector_value(output):
         return json.dumps({"input": sequence, "selector": output})
     return json.dumps({"input": sequence, "output": [_json_atom(x) for x in output],
-                       "type": _type_label(output)})
-
-
-def _type_label(output: Sequence[Any]) -> str:
-    from ..semantics import sequence_type
-
-    return sequence_type(list(output)) + "s"
+                       "type": type_label(list(output))})
 
 
 def _list_text(values: Sequence[Any]) -> str:
