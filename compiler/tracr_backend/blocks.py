@@ -9,6 +9,19 @@
   decodes as an arbitrary value (upstream issue 25), for a numerical one it forces 0; here
   the BOS key, attended exactly when nothing else is selected, carries the default
   (its one-hot, or the number) (COMPILER.md 2.6).
+
+The BOS invariant. tracr's heads give the BOS key the logit 0.5 * coldness through the
+query's `one` direction, and assume that at the BOS position every s-op direction is zero
+(its selector width scrubs what it writes there for that reason). A block that writes
+something at BOS breaks it: the BOS key then also matches a predicate, gets 1.5 * coldness
+and wins over the real keys (a silent miscompile that only some inputs show). Two kinds of
+block write at BOS, and each gets its fix here:
+- `gated_at_bos`: a discretising MLP (a map of a numerical s-op) reads `one`, so at BOS it
+  would write f(grid point nearest 0); every hidden unit gets a negative weight on the BOS
+  token's direction that switches it off there (and is multiplied by 0 everywhere else);
+- `scrubbed`: a head whose default is carried by the BOS key also writes that default at
+  the BOS query (which attends only BOS); an MLP right after it subtracts exactly that
+  vector at the BOS position, as tracr's selector width does.
 """
 from __future__ import annotations
 
@@ -86,3 +99,46 @@ def aggregate_head(query_space: bases.VectorSpaceWithBasis,
     return transformers.AttentionHead(
         _qk_with_bos(query_space, key_space, bos_direction, one_direction, predicate),
         vectorspace_fns.Linear(values, output_space, ov), causal=causal)
+
+
+def gated_at_bos(mlp: transformers.MLP, bos_direction: bases.BasisDirection,
+                 one_direction: bases.BasisDirection) -> transformers.MLP:
+    """`mlp` with every hidden unit switched off at the BOS position.
+
+    At BOS every s-op input is 0 (the invariant above), so a unit's pre-activation there
+    is its weight from `one`, w; a weight -(max(w, 0) + 1) from the BOS direction makes it
+    at most -1, so ReLU gives exactly 0 there. Elsewhere the BOS direction is 0 and the
+    unit is unchanged."""
+    first = mlp.fst
+    inputs = bases.join_vector_spaces(first.input_space,
+                                      bases.VectorSpaceWithBasis([bos_direction]))
+    matrix = np.zeros((inputs.num_dims, first.output_space.num_dims))
+    for row, direction in enumerate(first.input_space.basis):
+        matrix[inputs.index_by_direction[direction]] = first.matrix[row]
+    from_one = (first.matrix[first.input_space.index_by_direction[one_direction]]
+                if one_direction in first.input_space else np.zeros(matrix.shape[1]))
+    matrix[inputs.index_by_direction[bos_direction]] = -(np.maximum(from_one, 0.0) + 1.0)
+    return transformers.MLP(vectorspace_fns.Linear(inputs, first.output_space, matrix), mlp.snd)
+
+
+def scrubbed(head: transformers.AttentionHead, written: np.ndarray,
+             bos_direction: bases.BasisDirection, hidden_name: str
+             ) -> transformers.SeriesWithResiduals:
+    """`head`, then an MLP that subtracts `written` (what the head writes at the BOS query,
+    a vector of its output space) at the BOS position: ReLU(BOS) is 1 there, 0 elsewhere."""
+    output = head.w_ov.output_space
+    hidden = bases.VectorSpaceWithBasis([bases.BasisDirection(hidden_name)])
+    first = vectorspace_fns.Linear(bases.VectorSpaceWithBasis([bos_direction]), hidden,
+                                   np.ones((1, 1)))
+    second = vectorspace_fns.Linear(hidden, output, -np.asarray(written, float)[None, :])
+    return transformers.SeriesWithResiduals([head, transformers.MLP(first, second)])
+
+
+def written_at_bos(head: transformers.AttentionHead, bos_direction: bases.BasisDirection
+                   ) -> np.ndarray:
+    """What the head writes at the BOS query: its OV image of the BOS key (the BOS query
+    attends only BOS, whose other value directions are 0 by the invariant)."""
+    ov = head.w_ov
+    if bos_direction not in ov.input_space:
+        return np.zeros(ov.output_space.num_dims)
+    return ov.matrix[ov.input_space.index_by_direction[bos_direction]]

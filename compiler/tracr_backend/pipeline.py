@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import networkx as nx
+import numpy as np
 from tracr.compiler import craft_graph_to_model, expr_to_craft_graph, nodes, rasp_to_graph
 from tracr.craft import bases, transformers
 from tracr.rasp import rasp
@@ -95,9 +96,26 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     for node_id in own:
         graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id, bos_direction,
                                                              causal)
+    _keep_bos_clean(graph, bos_direction)
     craft_model = craft_graph_to_model.craft_graph_to_model(graph, extracted.sources)
     return Compiled(translation, graph, extracted.sink, craft_model, tuple(vocab), max_len,
                     causal, exactness)
+
+
+def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> None:
+    """Restore the BOS invariant (blocks.py) where a block would write at BOS: maps of a
+    numerical s-op (discretising MLPs) are gated, heads writing a default there scrubbed."""
+    for node_id in graph.nodes:
+        node = graph.nodes[node_id]
+        expr, block = node[nodes.EXPR], node.get(nodes.MODEL_BLOCK)
+        if isinstance(expr, rasp.Map) and rasp.is_numerical(expr.inner) \
+                and isinstance(block, transformers.MLP):
+            node[nodes.MODEL_BLOCK] = blocks.gated_at_bos(block, bos_direction, ONE)
+        elif isinstance(block, transformers.AttentionHead):
+            written = blocks.written_at_bos(block, bos_direction)
+            if np.any(written != 0):
+                node[nodes.MODEL_BLOCK] = blocks.scrubbed(block, written, bos_direction,
+                                                          f"_scrub_bos_{expr.label}_")
 
 
 def _needs_own_block(expr: Any) -> bool:
