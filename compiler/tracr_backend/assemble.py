@@ -23,6 +23,7 @@ from tracr.transformer import encoder
 
 from ..weights import (AttentionBlock, AttentionHead, InputEncoder, MLPBlock, OutputEncoder,
                        Transformer)
+from .bases import plain
 from .pipeline import BOS, PAD, Compiled
 
 
@@ -82,8 +83,8 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
         token_embed=token_embed,
         pos_embed=pos_embed,
         residual_labels=tuple(str(d) for d in residual.basis),
-        input_encoder=InputEncoder(tuple(d.value for d in tokens.basis), BOS, PAD),
-        output_encoder=OutputEncoder(tuple(d.value for d in output.basis)
+        input_encoder=InputEncoder(tuple(plain(d.value) for d in tokens.basis), BOS, PAD),
+        output_encoder=OutputEncoder(tuple(plain(d.value) for d in output.basis)
                                      if compiled.categorical_output else None),
         metadata=metadata)
 
@@ -108,6 +109,23 @@ def _key_size_covering_ov(craft_model: transformers.SeriesWithResiduals) -> Iter
         tracr_assemble._get_model_config_and_module_names = original
 
 
+class _PlainDecoder(encoder.CategoricalEncoder):
+    """tracr's output decoding by basis position: its own inverts a value -> id dict, in
+    which True and 1 (False and 0) are one key."""
+
+    def __init__(self, basis: list[bases.BasisDirection]):
+        super().__init__(basis)
+        self.values = [plain(d.value) for d in basis]
+
+    def decode(self, encodings: list[int]) -> list[Any]:
+        return [self.values[i] for i in encodings]
+
+
+def _plain_basis(space: bases.VectorSpaceWithBasis) -> list[bases.BasisDirection]:
+    """The basis with the program's values (bases.plain), for tracr's encoders to decode."""
+    return [bases.BasisDirection(d.name, plain(d.value)) for d in space.basis]
+
+
 def tracr_model(compiled: Compiled) -> tracr_assemble.AssembledTransformerModel:
     """tracr's assembled model with the key-size and logit-scale fixes and its encoders."""
     with _key_size_covering_ov(compiled.craft_model):
@@ -122,8 +140,8 @@ def tracr_model(compiled: Compiled) -> tracr_assemble.AssembledTransformerModel:
             params[module]["w"] = params[module]["w"] * scale
     model.params = params
     model.input_encoder = encoder.CategoricalEncoder(
-        basis=compiled.tokens_space.basis, enforce_bos=True, bos_token=BOS, pad_token=PAD,
-        max_seq_len=compiled.max_len + 1)
-    model.output_encoder = (encoder.CategoricalEncoder(basis=compiled.output_space.basis)
+        basis=_plain_basis(compiled.tokens_space), enforce_bos=True, bos_token=BOS,
+        pad_token=PAD, max_seq_len=compiled.max_len + 1)
+    model.output_encoder = (_PlainDecoder(basis=compiled.output_space.basis)
                             if compiled.categorical_output else encoder.NumericalEncoder())
     return model

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import networkx as nx
@@ -30,9 +31,43 @@ DEFAULT = "rasp_sim_default"  # rasp-sim's default of an aggregate, where tracr'
 SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.signed_map_mlp
 
 
+@dataclass(frozen=True)
+class Flag:
+    """A bool as a categorical value. In Python True == 1 (and hashes alike), so a value set
+    holding both would give them ONE residual direction and the model would print True
+    where the program gives 1; Flag(True) equals only Flag(True). Every function the
+    translator hands to tracr takes and returns values through `typed`/`plain`."""
+
+    value: bool
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def typed(value: Any) -> Any:
+    """A value as it is stored in a categorical value set (bools become Flags)."""
+    if isinstance(value, bool):
+        return Flag(value)
+    if isinstance(value, tuple):
+        return tuple(typed(v) for v in value)
+    return value
+
+
+def plain(value: Any) -> Any:
+    """The program's value of a stored categorical value (the inverse of `typed`)."""
+    if isinstance(value, Flag):
+        return value.value
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    return value
+
+
 def is_numeric_column(values: Iterable[Any]) -> bool:
     """Would a column of these values type-check as int or float (LANGUAGE.md 6.2, 6.5)?"""
-    values = list(values)
+    values = [plain(v) for v in values]
     numbers = all(isinstance(v, (int, float)) for v in values)
     return numbers and not all(isinstance(v, bool) for v in values)
 
@@ -49,7 +84,7 @@ class ValueSets:
     """Lazily computed, memoised value sets of tracr s-ops."""
 
     def __init__(self, vocab: Sequence[Any], max_len: int):
-        self.vocab = frozenset(vocab)
+        self.vocab = frozenset(typed(v) for v in vocab)
         self.max_len = max_len
         self.memo: dict[str, frozenset] = {}
 
@@ -85,7 +120,7 @@ class ValueSets:
             values = set(self.of(expr.sop))
             default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
-                return values | ({default} if default is not None else set())
+                return values | ({typed(default)} if default is not None else set())
             return self._means(expr, values, 0 if default is None else default)
         raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
 

@@ -30,9 +30,14 @@ from typing import Any, Callable
 import numpy as np
 from tracr.craft import bases, transformers, vectorspace_fns
 
-# tracr's coldness for every head (expr_to_craft_graph): kept, so that stock and own heads
-# have the same margin (BOS at 0.5 * coldness, selected keys at coldness).
-SOFTMAX_COLDNESS = 100.0
+from .bases import typed
+
+# The coldness of rasp-sim's heads: selected keys get this logit, BOS half of it, the others
+# 0. tracr uses 100, which leaves weight e^-50 on BOS and e^-100 on every other key: a
+# value 1e200 on an unselected key then leaks 4e156 into a mean. At 1,500 every weight
+# that should be 0 is e^-750 or less, which is exactly 0 in float64 (and float32): gathers
+# copy values bit for bit and means weight exactly the selected keys.
+SOFTMAX_COLDNESS = 1500.0
 
 
 def signed_map_mlp(input_space: bases.VectorSpaceWithBasis,
@@ -93,7 +98,8 @@ def aggregate_head(query_space: bases.VectorSpaceWithBasis,
         label = output_space.basis[0].name
         ov = np.zeros((values.num_dims, output_space.num_dims))
         for i, v in enumerate(values.basis):
-            target = bases.BasisDirection(label, default if v == bos_direction else v.value)
+            target = bases.BasisDirection(label, typed(default) if v == bos_direction
+                                          else v.value)
             if target in output_space and (v != bos_direction or default is not None):
                 ov[i, output_space.index_by_direction[target]] = 1.0
     return transformers.AttentionHead(

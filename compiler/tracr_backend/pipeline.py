@@ -24,7 +24,7 @@ from tracr.rasp import rasp
 from rasp_sim import graph as g
 
 from . import blocks
-from .bases import DEFAULT, SIGNED, annotate_graph
+from .bases import DEFAULT, SIGNED, annotate_graph, typed
 from .checks import Unsupported, check_vocab
 from .translate import Translation, translate
 
@@ -56,8 +56,8 @@ class Compiled:
 
     @property
     def tokens_space(self) -> bases.VectorSpaceWithBasis:
-        return bases.VectorSpaceWithBasis.from_values(rasp.tokens.label,
-                                                      list(self.vocab) + [BOS, PAD])
+        return bases.VectorSpaceWithBasis.from_values(
+            rasp.tokens.label, [typed(v) for v in self.vocab] + [BOS, PAD])
 
     @property
     def indices_space(self) -> bases.VectorSpaceWithBasis:
@@ -82,6 +82,11 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     extracted = rasp_to_graph.extract_rasp_graph(translation.sink)
     graph = extracted.graph
     exactness = annotate_graph(graph, translation.value_sets)
+    sink = graph.nodes[extracted.sink[nodes.ID]]
+    if rasp.is_categorical(sink[nodes.EXPR]) and not sink[nodes.VALUE_SET]:
+        raise Unsupported("the program", "gives no value on any input of the domain (the "
+                          "interpreter fails on every one): there is nothing to compile",
+                          root.span)
 
     bos_direction = bases.BasisDirection(rasp.tokens.label, BOS)
     own = [n for n in graph.nodes if _needs_own_block(graph.nodes[n][nodes.EXPR])]
@@ -121,8 +126,7 @@ def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> N
 def _needs_own_block(expr: Any) -> bool:
     if isinstance(expr, rasp.Map):
         return bool(expr.annotations.get(SIGNED, False)) if SIGNED in expr.annotations else False
-    return isinstance(expr, rasp.Aggregate) and (rasp.is_categorical(expr)
-                                                 or DEFAULT in expr.annotations)
+    return isinstance(expr, rasp.Aggregate)  # every head is rasp-sim's (blocks.aggregate_head)
 
 
 def _space(graph: nx.DiGraph, expr: rasp.SOp) -> bases.VectorSpaceWithBasis:
@@ -137,7 +141,8 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
         return blocks.signed_map_mlp(_space(graph, expr.inner), output, expr.f,
                                      hidden_name=f"_hidden_{expr.label}_")
     select = expr.selector
-    default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
+    # tracr's own default (None for categorical, 0 for numerical) unless rasp-sim's differs
+    default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else expr.default
     return blocks.aggregate_head(
         _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
         output, bos_direction, ONE, select.predicate, default, causal,

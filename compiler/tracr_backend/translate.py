@@ -31,7 +31,7 @@ from rasp_sim import semantics
 from rasp_sim.errors import RaspError
 
 from . import patterns
-from .bases import DEFAULT, SIGNED, SPAN, ValueSets, is_numeric_column
+from .bases import DEFAULT, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
 from .checks import Unsupported, check_graph, describe, tokens_kind
 
 CAT, NUM = rasp.Encoding.CATEGORICAL, rasp.Encoding.NUMERICAL
@@ -50,6 +50,9 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int) -> Translation:
     consumers = {id(n): d for n, d in g.to_networkx(root).out_degree()}
     translator = _Translator(ValueSets(vocab, max_len), consumers)
     sink = translator.sop(root)
+    if sink is rasp.tokens or sink is rasp.indices:  # the output is an input: copy it by an
+        # MLP into its own output space (tracr's layer allocation needs at least one block)
+        sink = _named(rasp.Map(lambda x: x, sink, simplify=False), root, CAT)
     return Translation(sink, translator.value_sets, tokens_kind(root))
 
 
@@ -72,11 +75,12 @@ def atom_function(node: g.Map) -> Callable[..., Any]:
 
 
 def total(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn`, returning None where rasp-sim raises: the program is undefined on such inputs,
-    and tracr maps None to no output direction (and skips it in value sets)."""
+    """`fn` on stored categorical values (bases.typed), returning None where rasp-sim
+    raises: the program is undefined on such inputs, and tracr maps None to no output
+    direction (and skips it in value sets)."""
     def wrapped(*args: Any) -> Any:
         try:
-            return fn(*args)
+            return typed(fn(*[plain(a) for a in args]))
         except RaspError:
             return None
     return wrapped
@@ -113,7 +117,8 @@ class _Translator:
     def _sop(self, node: g.SOp) -> rasp.SOp:
         value = self.constant(node)
         if value is not _CONSTANT:  # a constant on its own: a map of tokens (one MLP)
-            return _named(rasp.Map(lambda _: value, rasp.tokens, simplify=False), node, CAT)
+            stored = typed(value)
+            return _named(rasp.Map(lambda _: stored, rasp.tokens, simplify=False), node, CAT)
         if isinstance(node, g.Tokens):
             return rasp.tokens
         if isinstance(node, g.Indices):
@@ -157,7 +162,12 @@ class _Translator:
                 if not is_numeric_column(values):
                     raise Unsupported(describe(node), "its values are averaged over several keys "
                                       "but are not all numbers", node.span)
-                conversion = _named(rasp.Map(lambda x: x, expr, simplify=False), node, NUM,
+                if not all(math.isfinite(plain(v)) for v in values):
+                    raise Unsupported(describe(node), "takes a non-finite value (inf or nan) and "
+                                      "is averaged over several keys: a numerical direction "
+                                      "cannot carry it (a weight of 0 times inf is nan)",
+                                      node.span)
+                conversion = _named(rasp.Map(plain, expr, simplify=False), node, NUM,
                                     **{SIGNED: True})
             else:
                 conversion = _named(rasp.Map(lambda x: x, expr, simplify=False), node, CAT)
@@ -279,7 +289,7 @@ class _Translator:
 
         def predicate(key: Any, query: Any) -> bool:
             try:
-                return bool(tree(unpack_k(key), unpack_q(query)))
+                return bool(tree(unpack_k(plain(key)), unpack_q(plain(query))))
             except RaspError:
                 return False
         return _named(rasp.Select(key_sop, query_sop, predicate), sel)

@@ -71,8 +71,10 @@ class Report:
         return self.disagreement is None and self.compared > 0
 
     def as_metadata(self) -> dict:
+        error = self.max_numeric_error  # JSON has no inf or nan
         return {"mode": self.mode, "inputs": self.inputs, "compared": self.compared,
-                "undefined": self.undefined, "max_numeric_error": self.max_numeric_error,
+                "undefined": self.undefined,
+                "max_numeric_error": error if math.isfinite(error) else repr(error),
                 "tolerance": NUMERIC_TOLERANCE, "seconds": round(self.seconds, 3),
                 "ok": self.ok}
 
@@ -117,13 +119,17 @@ def interpret(root: g.SOp, inputs: list[list]) -> list[list | None]:
 
 def _agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
     """(equal within the rules, absolute error if numbers)."""
+    # True == 1 in Python, but the program's values are typed: a bool is not an int.
+    same_kind = isinstance(a, str) == isinstance(b, str) and isinstance(a, bool) == isinstance(b, bool)
+    if a == b and same_kind:  # also inf == inf, whose difference is nan
+        return True, 0.0
     if numeric or (isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool)):
         try:
             error = abs(float(a) - float(b))
         except (TypeError, ValueError):
             return False, math.inf
         return error <= NUMERIC_TOLERANCE * max(1.0, abs(float(b))), error
-    return a == b and (isinstance(a, str) == isinstance(b, str)), 0.0
+    return False, 0.0
 
 
 def causal_program(root: g.SOp) -> g.SOp:
