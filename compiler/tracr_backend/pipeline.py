@@ -26,6 +26,7 @@ from rasp_sim import graph as g
 from . import blocks
 from .bases import DEFAULT, SIGNED, annotate_graph, typed
 from .checks import Unsupported, check_vocab
+from .simplify import simplify
 from .translate import Translation, translate
 
 BOS = "compiler_bos"
@@ -78,7 +79,7 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     check_vocab(vocab, max_len)
     if BOS in vocab or PAD in vocab:
         raise Unsupported("vocabulary", f"must not contain the compiler's tokens {BOS!r}, {PAD!r}")
-    translation = translate(root, vocab, max_len)
+    translation = translate(simplify(root), vocab, max_len)
     extracted = rasp_to_graph.extract_rasp_graph(translation.sink)
     graph = extracted.graph
     exactness = annotate_graph(graph, translation.value_sets)

@@ -31,6 +31,7 @@ from rasp_sim import semantics
 from rasp_sim.errors import RaspError
 
 from . import patterns
+from .atoms import atom_function, total
 from .bases import DEFAULT, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
 from .checks import Unsupported, check_graph, describe, tokens_kind
 
@@ -56,36 +57,6 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int) -> Translation:
     return Translation(sink, translator.value_sets, tokens_kind(root))
 
 
-# ------------------------------------------------------------------------ atom functions
-
-def atom_function(node: g.Map) -> Callable[..., Any]:
-    """The Map's operation on atoms, by rasp_sim.semantics (the one source of the rules)."""
-    op, params = node.op, node.params
-    if op == "where":
-        return semantics.where
-    if op in ("and", "or"):  # on s-ops these always give bools (LANGUAGE.md 6.3)
-        return lambda a, b: semantics.sop_logic(op, a, b)
-    if op == "lookup":
-        return lambda x: semantics.index(params[0], x)
-    if op == "member":
-        return lambda x: semantics.member(x, params[0])
-    if len(node.inputs) == 1:
-        return lambda x: semantics.unary(op, x)
-    return lambda a, b: semantics.binary(op, a, b)
-
-
-def total(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` on stored categorical values (bases.typed), returning None where rasp-sim
-    raises: the program is undefined on such inputs, and tracr maps None to no output
-    direction (and skips it in value sets)."""
-    def wrapped(*args: Any) -> Any:
-        try:
-            return typed(fn(*[plain(a) for a in args]))
-        except RaspError:
-            return None
-    return wrapped
-
-
 _CONSTANT = object()  # marks "not a constant" in _Translator.constant
 
 
@@ -107,6 +78,7 @@ class _Translator:
         self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
         self.selectors: dict[int, rasp.Select] = {}
         self.constants: dict[int, Any] = {}
+        self.base_functions: dict[int, tuple[list[g.SOp], Callable[..., Any]]] = {}
 
     # -- s-ops in their natural encoding
     def sop(self, node: g.SOp) -> rasp.SOp:
@@ -279,8 +251,10 @@ class _Translator:
         queries: list[g.SOp] = []
         for leaf in _leaves(sel):
             for side, found in ((leaf.keys, keys), (leaf.queries, queries)):
-                if self.constant(side) is _CONSTANT and all(side is not s for s in found):
-                    found.append(side)
+                if self.constant(side) is _CONSTANT:
+                    for node in self._folded(side)[0]:
+                        if all(node is not s for s in found):
+                            found.append(node)
         tree = self._predicate_tree(sel, keys, queries)
         key_sop = self._side(keys)
         query_sop = self._side(queries)
@@ -322,8 +296,42 @@ class _Translator:
         value = self.constant(side)
         if value is not _CONSTANT:
             return lambda t: value
-        slot = next(i for i, s in enumerate(found) if s is side)
-        return lambda t: t[slot]
+        nodes, fn = self._folded(side)
+        slots = [_position(found, n) for n in nodes]
+        return lambda t: fn(*[t[i] for i in slots])
+
+    def _folded(self, side: g.SOp) -> tuple[list[g.SOp], Callable[..., Any]]:
+        """A select side as the s-ops its predicate reads and the function from their
+        values to the side's value. A side computed by maps from ONE s-op (e.g.
+        `(o + indices * c + j) if indices < k else -1`) is folded into the predicate, which
+        then reads that s-op itself: no MLP, and the head can sit in the first layer.
+        Sides of several s-ops keep their own (tabled) value."""
+        bases, fn = self._base_function(side)
+        return (bases, fn) if len(bases) == 1 else ([side], lambda v: v)
+
+    def _base_function(self, node: g.SOp) -> tuple[list[g.SOp], Callable[..., Any]]:
+        """`node` as a function of the non-map s-ops below it, through every map."""
+        if id(node) in self.base_functions:
+            return self.base_functions[id(node)]
+        value = self.constant(node)
+        if value is not _CONSTANT:
+            result: tuple[list[g.SOp], Callable[..., Any]] = ([], lambda: value)
+        elif not isinstance(node, g.Map) or patterns.selector_width_of(node) is not None:
+            result = ([node], lambda v: v)
+        else:
+            parts = [self._base_function(x) for x in node.inputs]
+            bases: list[g.SOp] = []
+            for part_bases, _ in parts:
+                bases += [b for b in part_bases if all(b is not c for c in bases)]
+            slots = [[_position(bases, b) for b in part_bases] for part_bases, _ in parts]
+            fn = atom_function(node)
+
+            def composed(*values: Any) -> Any:
+                return fn(*[part(*[values[i] for i in slot])
+                            for (_, part), slot in zip(parts, slots)])
+            result = (bases, composed)
+        self.base_functions[id(node)] = result
+        return result
 
     # -- aggregates
     def _aggregate(self, node: g.Aggregate) -> rasp.SOp:

@@ -1,0 +1,62 @@
+"""Graph-to-graph simplification before lowering: what a check or a constant costs the
+interpreter should not cost the model a layer.
+
+Two rules, applied bottom-up to a copy of the graph (the program's own graph is kept for
+validation):
+- a Map whose inputs are all constants is the constant it evaluates to (by
+  rasp_sim.semantics); where that evaluation fails, the Map is kept as it is;
+- `a if c else a` (both branches the same node, or equal constants of the same type) is
+  `a`. This removes the library's input checks, `check(y, bad, msg)` = `y if ok else y`
+  with `ok` a dictionary lookup that fails where `bad`, and `alongside(v, x)` =
+  `v if x == x else v`.
+
+Both rules keep the value wherever the original program is defined; dropping `c` can
+only remove errors, i.e. make the model defined on inputs the program rejects. Validation
+compares on the program's domain, where they agree.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rasp_sim import graph as g
+from rasp_sim.errors import RaspError
+
+from .atoms import atom_function
+
+_CHILD_FIELDS = ("inputs", "values", "selector", "keys", "queries", "left", "right", "operand")
+
+
+def simplify(root: g.SOp) -> g.SOp:
+    """The simplified copy of `root`'s graph (nodes that need no change are shared)."""
+    copies: dict[int, g.Node] = {}
+    for node in g.ancestors(root):
+        changes: dict[str, Any] = {}
+        for name in _CHILD_FIELDS:
+            value = getattr(node, name, None)
+            if isinstance(value, tuple):
+                new = tuple(copies[id(v)] for v in value)
+                if any(a is not b for a, b in zip(new, value)):
+                    changes[name] = new
+            elif isinstance(value, g.Node) and copies[id(value)] is not value:
+                changes[name] = copies[id(value)]
+        copy = replace(node, **changes) if changes else node
+        copies[id(node)] = _rewrite(copy) if isinstance(copy, g.Map) else copy
+    return copies[id(root)]  # type: ignore[return-value]
+
+
+def _same(a: g.Node, b: g.Node) -> bool:
+    return a is b or (isinstance(a, g.Full) and isinstance(b, g.Full)
+                      and type(a.value) is type(b.value) and a.value == b.value)
+
+
+def _rewrite(node: g.Map) -> g.SOp:
+    if node.op == "where" and _same(node.inputs[1], node.inputs[2]):
+        return node.inputs[1]
+    if all(isinstance(x, g.Full) for x in node.inputs):
+        try:
+            value = atom_function(node)(*[x.value for x in node.inputs])
+        except RaspError:
+            return node
+        return g.Full(value=value, span=node.span, name=node.name)
+    return node
