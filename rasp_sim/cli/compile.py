@@ -111,7 +111,7 @@ def run_compile(args: argparse.Namespace) -> int:
         v = result.report
         print(f"{args.name}: {summary['layers']} layers, {summary['heads']} heads, residual "
               f"width {summary['residual_width']}, {summary['parameters']} parameters, "
-              f"compiled in {summary['compile_seconds']} s")
+              f"graph to weights in {summary['compile_seconds']} s")
         checked = (f"{v.mode} on {v.compared} inputs ({v.undefined} outside the program's "
                    f"domain){' with the tracr oracle' if args.check_tracr else ''}, max "
                    f"numerical error {v.max_numeric_error:.3g} -> {output}")
