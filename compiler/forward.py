@@ -103,14 +103,18 @@ ACTIVATION_FUNCTIONS = {
     "relu": lambda z, xp: xp.maximum(z, 0.0),
     # GPT-2's tanh approximation of GELU (the frozen random MLPs of UNIVERSAL.md 10.3).
     "gelu": lambda z, xp: 0.5 * z * (1.0 + xp.tanh(0.7978845608028654 * (z + 0.044715 * z ** 3))),
+    "linear": lambda z, xp: z,  # with a gate: the bilinear block
 }
 
 _HIDDEN_CHUNK = 1 << 18  # hidden-layer elements per chunk: 2 MiB of float64 (about L2)
 
 
 def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
+    """act(x W1 + b1) W2 + b2, the hidden layer times (x W_gate + b_gate) when gated."""
     if xp is not np:
         hidden = ACTIVATION_FUNCTIONS[block.activation](matmul(x, block.w1, xp) + block.b1, xp)
+        if block.gated:
+            hidden = hidden * (matmul(x, block.w_gate, xp) + block.b_gate)
         return matmul(hidden, block.w2, xp) + block.b2
     # NumPy: row chunks whose hidden layer (the largest array) stays in cache, the same
     # operations in place. Rows are independent: chunking changes at most BLAS's order of
@@ -123,6 +127,10 @@ def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
         pre += block.b1
         hidden = np.maximum(pre, 0.0, out=pre) if block.activation == "relu" \
             else ACTIVATION_FUNCTIONS[block.activation](pre, np)
+        if block.gated:
+            gate = matmul(flat[start:start + step], block.w_gate, np)
+            gate += block.b_gate
+            hidden *= gate  # hidden is fresh (pre, or a new array; "linear" returns pre)
         out[start:start + step] = matmul(hidden, block.w2, np)
     out += block.b2
     return out.reshape(*x.shape[:-1], out.shape[-1])
@@ -143,32 +151,40 @@ def apply_block(x: Array, block: AttentionBlock | MLPBlock, causal: bool,
 
 
 def embed_features(model: Transformer, features: Array, xp: ModuleType = np) -> Array:
-    """The residual stream at layer 0 for real input features (B, N, d_in)."""
+    """The residual stream at layer 0 for real input features (B, N, d_in): their
+    projection plus the position embedding when the model has one (compiled numeric-input
+    models do; the fixed universal transformers do not)."""
     features = xp.asarray(features, dtype=xp.float64)
     if model.input_proj is None:
         if features.shape[-1] != model.width:
             raise WeightsError(f"input: feature dimension {features.shape[-1]} differs from the "
                                f"model width D = {model.width} and the model has no input_proj")
-        return features
-    d_in = model.input_proj.shape[0]
-    if features.shape[-1] != d_in:
-        raise WeightsError(f"input: feature dimension {features.shape[-1]} differs from "
-                           f"input_proj rows d_in = {d_in}")
-    return matmul(features, model.input_proj, xp)
+        stream = features
+    else:
+        d_in = model.input_proj.shape[0]
+        if features.shape[-1] != d_in:
+            raise WeightsError(f"input: feature dimension {features.shape[-1]} differs from "
+                               f"input_proj rows d_in = {d_in}")
+        stream = matmul(features, model.input_proj, xp)
+    return _add_positions(model, stream, xp)
 
 
 def embed_tokens(model: Transformer, ids: Array, xp: ModuleType = np) -> Array:
     """The residual stream at layer 0 for token ids (B, N): token plus position embedding."""
     if model.token_embed is None:
         raise WeightsError("token_embed: the model has no token embedding")
-    stream = xp.asarray(model.token_embed)[ids]
-    if model.pos_embed is not None:
-        n = ids.shape[-1]
-        if n > model.pos_embed.shape[0]:
-            raise WeightsError(f"pos_embed: sequence length {n} exceeds max_len "
-                               f"{model.pos_embed.shape[0]}")
-        stream = stream + xp.asarray(model.pos_embed)[:n]
-    return stream
+    return _add_positions(model, xp.asarray(model.token_embed)[ids], xp)
+
+
+def _add_positions(model: Transformer, stream: Array, xp: ModuleType) -> Array:
+    """stream (B, N, D) + pos_embed[:N], or stream itself for a model without positions."""
+    if model.pos_embed is None:
+        return stream
+    n = stream.shape[-2]
+    if n > model.pos_embed.shape[0]:
+        raise WeightsError(f"pos_embed: sequence length {n} exceeds max_len "
+                           f"{model.pos_embed.shape[0]}")
+    return stream + xp.asarray(model.pos_embed)[:n]
 
 
 def residual_stream(model: Transformer, stream: Array, xp: ModuleType = np) -> list[Array]:

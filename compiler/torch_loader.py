@@ -1,16 +1,21 @@
 """Loading rasp-sim weights into PyTorch (optional: torch is not a dependency).
 
     from rasp_sim.compiler.torch_loader import load_torch
-    from rasp_sim.compiler.tracr_backend.runtime import token_ids
+    from rasp_sim.compiler.tracr_backend.runtime import numeric_features, token_ids
     net = load_torch("reverse.npz")                        # a torch.nn.Module, float64
     ids = torch.tensor([token_ids(net.weights, list("abc"))])
     out = net(ids)                                          # (1, 4, c); position 0 is BOS
     # categorical output: net.weights.output_encoder.values[i] for i in out.argmax(-1)[0, 1:]
+    # a numeric-input model takes float features (B, n+1, 1) instead:
+    # net(torch.tensor([numeric_features(net.weights, [0.5, -1.25])]).unsqueeze(-1))
 
-The module computes exactly compiler/forward.py's forward pass (token and position
-embeddings, attention blocks with their logit scale and causal mask, ReLU MLPs, optional
-LayerNorms, the unembedding), with every weight as a frozen parameter. Keep PyTorch's
-default `torch.set_float32_matmul_precision("highest")` if you cast to float32.
+The module computes exactly compiler/forward.py's forward pass: integer inputs are token
+ids (token plus position embedding), floating ones real features (input_proj, plus the
+position embedding when the model has one); attention blocks with their logit scale and
+causal mask; MLPs with their activation (relu, gelu in GPT-2's tanh form, linear) and
+optional gate; optional LayerNorms; the unembedding. Every weight is a frozen parameter
+(sparse ones made dense). Keep PyTorch's default `torch.set_float32_matmul_precision(
+"highest")` if you cast to float32.
 """
 from __future__ import annotations
 
@@ -21,16 +26,21 @@ from .weights import AttentionBlock, LayerNorm, Transformer, WeightsError, as_de
 
 
 def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any = None) -> Any:
-    """The weights (a Transformer or an .npz path) as a `torch.nn.Module` of token ids."""
+    """The weights (a Transformer or a weights file) as a `torch.nn.Module` of token ids
+    (integer tensors) or features (floating tensors)."""
     import torch
 
     weights = model if isinstance(model, Transformer) else load(model)
-    if weights.token_embed is None or weights.pos_embed is None:
-        raise WeightsError("load_torch reads token-id models (token and position "
-                           "embeddings); this model takes real features (use forward.py)")
     dtype = dtype or torch.float64
+    activations = {
+        "relu": torch.relu,
+        "gelu": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),  # as forward.py
+        "linear": lambda z: z,
+    }
 
     def tensor(array: Any) -> Any:
+        if array is None:
+            return None
         return torch.nn.Parameter(torch.as_tensor(as_dense(array), dtype=dtype, device=device),
                                   requires_grad=False)
 
@@ -46,6 +56,7 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
             self.weights = weights
             self.token_embed = tensor(weights.token_embed)
             self.pos_embed = tensor(weights.pos_embed)
+            self.input_proj = tensor(weights.input_proj)
             self.unembed = tensor(weights.unembed)
             self.blocks = torch.nn.ModuleList()
             for block in weights.layers:
@@ -56,8 +67,9 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
                             if getattr(head, name) is not None:
                                 params[f"{name}{h}"] = tensor(getattr(head, name))
                 else:
-                    for name in ("w1", "b1", "w2", "b2"):
-                        params[name] = tensor(getattr(block, name))
+                    for name in ("w1", "b1", "w2", "b2", "w_gate", "b_gate"):
+                        if getattr(block, name) is not None:
+                            params[name] = tensor(getattr(block, name))
                 if block.norm is not None:
                     params["gain"], params["bias"] = tensor(block.norm.gain), tensor(block.norm.bias)
                 holder = torch.nn.Module()
@@ -68,9 +80,26 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
                 self.final["gain"] = tensor(weights.final_norm.gain)
                 self.final["bias"] = tensor(weights.final_norm.bias)
 
-        def forward(self, ids: Any) -> Any:
-            n = ids.shape[-1]
-            x = self.token_embed[ids] + self.pos_embed[:n]
+        def embed(self, inputs: Any) -> Any:
+            """The residual stream at layer 0 (forward.embed_tokens / embed_features)."""
+            if not torch.is_floating_point(inputs):
+                if self.token_embed is None:
+                    raise WeightsError("token_embed: the model has no token embedding (it "
+                                       "takes real features: pass a floating tensor)")
+                x = self.token_embed[inputs]
+            else:
+                x = inputs.to(dtype) if self.input_proj is None else inputs.to(dtype) @ self.input_proj
+            if self.pos_embed is not None:
+                n = x.shape[-2]
+                if n > self.pos_embed.shape[0]:
+                    raise WeightsError(f"pos_embed: sequence length {n} exceeds max_len "
+                                       f"{self.pos_embed.shape[0]}")
+                x = x + self.pos_embed[:n]
+            return x
+
+        def forward(self, inputs: Any) -> Any:
+            x = self.embed(inputs)
+            n = x.shape[-2]
             mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
             for block, holder in zip(weights.layers, self.blocks):
                 p = holder.params
@@ -84,7 +113,10 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
                         values = torch.softmax(scores, dim=-1) @ (inner @ p[f"w_v{h}"])
                         out = out + (values @ p[f"w_o{h}"] if head.w_o is not None else values)
                 else:
-                    out = torch.relu(inner @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+                    hidden = activations[block.activation](inner @ p["w1"] + p["b1"])
+                    if block.gated:
+                        hidden = hidden * (inner @ p["w_gate"] + p["b_gate"])
+                    out = hidden @ p["w2"] + p["b2"]
                 x = x + out if block.residual else out
             return norm(x, weights.final_norm, self.final) @ self.unembed
 

@@ -10,7 +10,9 @@ A model is a frozen `Transformer` of float64 NumPy arrays:
 - an `AttentionBlock` holds heads (W_Q, W_K: D x k; W_V: D x dv; W_O: dv x D, or None when
   the output projection is folded into W_V, dv = D) and its logit `scale`
   (scores = scale * (x W_Q)(x W_K)^T, softmax over keys);
-- an `MLPBlock` is relu(x W1 + b1) W2 + b2;
+- an `MLPBlock` is act(x W1 + b1) W2 + b2 (act: relu, gelu or linear), or, with a gate
+  (w_gate, b_gate: the GLU family, Shazeer 2020), (act(x W1 + b1) * (x W_gate + b_gate)) W2
+  + b2; a bilinear block is activation "linear" with a gate;
 - `final_norm` (optional), then `unembed` (D x c);
 - `causal`: the mask of every attention block (keys j > i hidden);
 - `residual_labels`: one name per residual dimension (tracr's residual space), optional;
@@ -21,13 +23,17 @@ A model is a frozen `Transformer` of float64 NumPy arrays:
 Any weight matrix may be a `SparseMatrix` (COO: rows, cols, values, shape) instead of a
 dense array, so fixed universal transformers with m ~ 1e5 fit in memory.
 
-On disk (`save`/`load`): one .npz holding the arrays under dotted names
-("layers.0.heads.1.w_q", sparse ones as ".rows/.cols/.values") and a JSON header
-("__header__", uint8) with the format name, `FORMAT_VERSION`, the block structure, shapes
-and metadata. Arrays are stored as float64/int64 as they are, so a round trip is lossless.
+On disk (`save`/`load`, chosen by suffix): a .safetensors file or an .npz archive holding
+the arrays under dotted names ("layers.0.heads.1.w_q", sparse ones as
+".rows/.cols/.values") and a JSON header with the format name, `FORMAT_VERSION`, the block
+structure, shapes, metadata and the SHA-256 of it all (`weights_digest`). The .npz keeps
+the header as a uint8 array "__header__", the .safetensors as the string
+`__metadata__["rasp_sim"]`. Arrays are stored as float64/int64 as they are, so a round
+trip is lossless. Version-1 files (no gates, no hash) are still read.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from dataclasses import dataclass, field, replace
@@ -40,7 +46,10 @@ import numpy as np
 from rasp_sim.errors import RaspError
 
 FORMAT_NAME = "rasp-sim-weights"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no gated MLPs, no recorded hash
+SAFETENSORS_KEY = "rasp_sim"  # the __metadata__ entry holding the JSON header
+HASH_KEY = "sha256"  # the header entry holding weights_digest (absent in version 1)
 
 
 class WeightsError(RaspError):
@@ -188,7 +197,8 @@ class AttentionBlock:
 
 @dataclass(frozen=True, eq=False)
 class MLPBlock:
-    """out = act(x W1 + b1) W2 + b2."""
+    """out = act(x W1 + b1) W2 + b2, or with a gate (act(x W1 + b1) * (x W_gate + b_gate))
+    W2 + b2."""
 
     w1: Matrix
     b1: np.ndarray
@@ -197,16 +207,31 @@ class MLPBlock:
     activation: str = "relu"
     residual: bool = True
     norm: LayerNorm | None = None
+    w_gate: Matrix | None = None
+    b_gate: np.ndarray | None = None
+
+    @property
+    def gated(self) -> bool:
+        return self.w_gate is not None
 
     def check(self, label: str, width: int) -> None:
         if self.activation not in ACTIVATIONS:
             raise WeightsError(f"{label}.activation: unknown activation {self.activation!r}; "
                                f"known: {', '.join(ACTIVATIONS)}")
-        for name, ndim in (("w1", 2), ("b1", 1), ("w2", 2), ("b2", 1)):
+        if (self.w_gate is None) != (self.b_gate is None):
+            missing, given = ("b_gate", "w_gate") if self.b_gate is None else ("w_gate", "b_gate")
+            raise WeightsError(f"{label}.{missing}: missing ({given} is given; a gate needs both)")
+        for name, ndim in (("w1", 2), ("b1", 1), ("w2", 2), ("b2", 1), ("w_gate", 2),
+                           ("b_gate", 1)):
             _array(self, name, f"{label}.{name}", ndim)
         w1, w2 = _shape(self.w1), _shape(self.w2)
         _expect(f"{label}.w1", w1, 0, width, "model width D")
         _expect(f"{label}.b1", self.b1.shape, 0, w1[1], "hidden width of w1")
+        if self.gated:
+            gate = _shape(self.w_gate)
+            _expect(f"{label}.w_gate", gate, 0, width, "model width D")
+            _expect(f"{label}.w_gate", gate, 1, w1[1], "hidden width of w1")
+            _expect(f"{label}.b_gate", self.b_gate.shape, 0, w1[1], "hidden width of w1")
         _expect(f"{label}.w2", w2, 0, w1[1], "hidden width of w1")
         _expect(f"{label}.w2", w2, 1, width, "model width D")
         _expect(f"{label}.b2", self.b2.shape, 0, width, "model width D")
@@ -215,7 +240,7 @@ class MLPBlock:
 
 
 # Names only: the functions live in forward.py so this module stays free of maths.
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "linear")
 
 Block = Union[AttentionBlock, MLPBlock]
 
@@ -298,6 +323,9 @@ class Transformer:
 
 # ---------------------------------------------------------------- save / load
 
+MLP_ARRAYS = ("w1", "b1", "w2", "b2", "w_gate", "b_gate")
+
+
 def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
     """The JSON structure of `model` and its arrays by dotted name."""
     arrays: dict[str, np.ndarray] = {}
@@ -328,8 +356,7 @@ def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
             layers.append({"kind": "attention", "heads": heads, "scale": block.scale,
                            "residual": block.residual, "norm": norm(f"{label}.norm", block.norm)})
         else:
-            entry = {name: put(f"{label}.{name}", getattr(block, name))
-                     for name in ("w1", "b1", "w2", "b2")}
+            entry = {name: put(f"{label}.{name}", getattr(block, name)) for name in MLP_ARRAYS}
             entry.update(kind="mlp", activation=block.activation, residual=block.residual,
                          norm=norm(f"{label}.norm", block.norm))
             layers.append(entry)
@@ -352,18 +379,6 @@ def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
         "metadata": model.metadata,
     }
     return header, arrays
-
-
-def save(model: Transformer, path: str | Path) -> None:
-    """Write `model` to `path` (.npz) losslessly."""
-    header, arrays = _flatten(model)
-    try:
-        text = json.dumps(header, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise WeightsError(f"metadata: not JSON-serialisable ({error})") from None
-    arrays["__header__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    with open(path, "wb") as handle:
-        np.savez(handle, **arrays)
 
 
 def _unflatten(header: dict, arrays: Any) -> Transformer:
@@ -394,9 +409,11 @@ def _unflatten(header: dict, arrays: Any) -> Transformer:
             layers.append(AttentionBlock(heads, entry["scale"], entry["residual"],
                                          norm(f"{label}.norm", entry["norm"])))
         elif entry["kind"] == "mlp":
-            layers.append(MLPBlock(*(get(f"{label}.{n}", entry[n]) for n in ("w1", "b1", "w2", "b2")),
-                                   entry["activation"], entry["residual"],
-                                   norm(f"{label}.norm", entry["norm"])))
+            # .get: version-1 headers have no gate entries
+            arrays_of = {n: get(f"{label}.{n}", entry.get(n)) for n in MLP_ARRAYS}
+            layers.append(MLPBlock(**arrays_of, activation=entry["activation"],
+                                   residual=entry["residual"],
+                                   norm=norm(f"{label}.norm", entry["norm"])))
         else:
             raise WeightsError(f"{label}: unknown block kind {entry['kind']!r}")
     encoder = header["input_encoder"]
@@ -419,23 +436,98 @@ def _unflatten(header: dict, arrays: Any) -> Transformer:
     )
 
 
-def load(path: str | Path) -> Transformer:
-    """Read a model written by `save`; corrupt, truncated or foreign files raise WeightsError."""
+def weights_digest(header: dict, arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 (hex) of a model's stored form: the JSON header without its HASH_KEY entry
+    (canonical JSON: sorted keys, no spaces), then every array in name order as its name,
+    dtype, shape and C-order bytes. `save` records it; `load` recomputes it."""
+    digest = hashlib.sha256()
+    canonical = {key: value for key, value in header.items() if key != HASH_KEY}
+    digest.update(json.dumps(canonical, sort_keys=True, separators=(",", ":"),
+                             allow_nan=False).encode("utf-8"))
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        # name, dtype and shape as one JSON line: together they fix the byte count that follows
+        digest.update(b"\n" + json.dumps([name, array.dtype.str, list(array.shape)]).encode("utf-8")
+                      + b"\n")
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _stored_form(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header (its hash included) and the arrays, as `save` writes them."""
+    header, arrays = _flatten(model)
     try:
-        with open(path, "rb") as handle:
-            if handle.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
-                raise WeightsError(f"{path}: not an .npz archive (corrupt or not a weights file)")
-        with np.load(path, allow_pickle=False) as arrays:
-            if "__header__" not in arrays.files:
-                raise WeightsError(f"{path}: not a rasp-sim weights file (no __header__)")
-            header = json.loads(arrays["__header__"].tobytes().decode("utf-8"))
-            if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-                raise WeightsError(f"{path}: not a rasp-sim weights file (format "
-                                   f"{header.get('format') if isinstance(header, dict) else None!r})")
-            if header.get("version") != FORMAT_VERSION:
-                raise WeightsError(f"{path}: format version {header.get('version')!r} is not "
-                                   f"supported (this rasp-sim reads version {FORMAT_VERSION})")
-            return _unflatten(header, {name: arrays[name] for name in arrays.files})
+        # the hash covers the header as a reader sees it (JSON turns e.g. int keys to strings)
+        header = json.loads(json.dumps(header, allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise WeightsError(f"metadata: not JSON-serialisable ({error})") from None
+    header[HASH_KEY] = weights_digest(header, arrays)
+    return header, arrays
+
+
+def _is_safetensors(path: str | Path) -> bool:
+    return Path(path).suffix.lower() == ".safetensors"
+
+
+def save(model: Transformer, path: str | Path) -> None:
+    """Write `model` to `path` losslessly: safetensors for a .safetensors suffix, else .npz."""
+    header, arrays = _stored_form(model)
+    text = json.dumps(header)
+    if _is_safetensors(path):
+        from safetensors.numpy import save_file
+
+        open(path, "wb").close()  # an unwritable path fails with OSError, as for .npz
+        save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(path),
+                  metadata={SAFETENSORS_KEY: text})
+        return
+    arrays["__header__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _read_npz(path: str | Path) -> tuple[str | None, dict[str, np.ndarray]]:
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
+            raise WeightsError(f"{path}: not an .npz archive (corrupt or not a weights file)")
+    with np.load(path, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    header = arrays.pop("__header__", None)
+    return None if header is None else header.tobytes().decode("utf-8"), arrays
+
+
+def _read_safetensors(path: str | Path) -> tuple[str | None, dict[str, np.ndarray]]:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="np") as stored:
+            text = (stored.metadata() or {}).get(SAFETENSORS_KEY)
+            return text, {name: stored.get_tensor(name) for name in stored.keys()}
+    except SafetensorError as error:
+        raise WeightsError(f"{path}: corrupt or not a safetensors file ({error})") from None
+
+
+def load(path: str | Path) -> Transformer:
+    """Read a model written by `save` (.safetensors or .npz, by suffix); corrupt, truncated,
+    altered or foreign files raise WeightsError."""
+    try:
+        text, arrays = (_read_safetensors if _is_safetensors(path) else _read_npz)(path)
+        if text is None:
+            raise WeightsError(f"{path}: not a rasp-sim weights file (no header)")
+        header = json.loads(text)
+        if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+            raise WeightsError(f"{path}: not a rasp-sim weights file (format "
+                               f"{header.get('format') if isinstance(header, dict) else None!r})")
+        if header.get("version") not in READABLE_VERSIONS:
+            raise WeightsError(f"{path}: format version {header.get('version')!r} is not "
+                               f"supported (this rasp-sim reads versions "
+                               f"{', '.join(map(str, READABLE_VERSIONS))})")
+        # The arrays' own checks (shapes, finiteness) name the bad parameter; the hash then
+        # catches any other change.
+        model = _unflatten(header, arrays)
+        if header["version"] >= 2 and header.get(HASH_KEY) != weights_digest(header, arrays):
+            raise WeightsError(f"{path}: altered or corrupt: the weights' hash does not match "
+                               "the one recorded")
+        return model
     except WeightsError as error:
         if str(path) not in error.message:
             error.message = f"{path}: {error.message}"
@@ -450,10 +542,6 @@ def load(path: str | Path) -> Transformer:
 
 
 def weights_equal(a: Transformer, b: Transformer) -> bool:
-    """True iff `a` and `b` have the same structure and bit-identical arrays."""
-    header_a, arrays_a = _flatten(a)
-    header_b, arrays_b = _flatten(b)
-    return (json.dumps(header_a, sort_keys=True) == json.dumps(header_b, sort_keys=True)
-            and arrays_a.keys() == arrays_b.keys()
-            and all(arrays_a[k].dtype == arrays_b[k].dtype
-                    and arrays_a[k].tobytes() == arrays_b[k].tobytes() for k in arrays_a))
+    """True iff `a` and `b` have the same structure, metadata and bit-identical arrays
+    (compared through their SHA-256 digests)."""
+    return _stored_form(a)[0][HASH_KEY] == _stored_form(b)[0][HASH_KEY]

@@ -1,24 +1,60 @@
 """`compile` and `verify` end to end: program file -> validated weights file.
 
-jax runs in float64 here (`jax_enable_x64`, set on import, before any array exists), so
-tracr's model is compared with the NumPy forward at the same precision.
+Importing this module does not import jax or haiku (about two seconds of start-up, and
+haiku's initialisation of every model shape costs more): only tracr's own model, the
+optional validation oracle (`tracr_oracle=True`, the CLI's `--check-tracr`), needs them,
+and `_jax()` imports jax then, in float64 (`jax_enable_x64`, before any jax array exists),
+so tracr's model is compared with the NumPy forward at the same precision.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata as package_metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Sequence
 
-import haiku as hk
-import jax
-from tracr.craft import transformers
 
-jax.config.update("jax_enable_x64", True)
+def _tracr_compiler_without_jax() -> None:
+    """Make `tracr.compiler`'s modules importable without importing jax and haiku.
+
+    tracr.compiler's __init__ imports its whole compiler, `tracr.compiler.assemble`
+    included, which imports jax and haiku. The pipeline needs only jax-free modules
+    (nodes, rasp_to_graph, expr_to_craft_graph, craft_graph_to_model); assemble serves
+    only the oracle. So the package is registered without running its __init__ (its one
+    export stays reachable, PEP 562) and assemble becomes a lazy module that runs (and
+    imports jax) on first attribute access. A no-op when tracr.compiler is already loaded."""
+    if "tracr.compiler" in sys.modules:
+        return
+    import tracr
+
+    spec = importlib.util.find_spec("tracr.compiler")
+    package = importlib.util.module_from_spec(spec)
+
+    def exported(name: str) -> Any:
+        if name == "compile_rasp_to_model":
+            from tracr.compiler.compiling import compile_rasp_to_model
+            return compile_rasp_to_model
+        raise AttributeError(f"module 'tracr.compiler' has no attribute {name!r}")
+
+    package.__getattr__ = exported  # type: ignore[attr-defined]
+    sys.modules["tracr.compiler"] = package
+    tracr.compiler = package  # type: ignore[attr-defined]
+    lazy = importlib.util.find_spec("tracr.compiler.assemble")
+    lazy.loader = importlib.util.LazyLoader(lazy.loader)
+    assemble = importlib.util.module_from_spec(lazy)
+    sys.modules["tracr.compiler.assemble"] = package.assemble = assemble
+    lazy.loader.exec_module(assemble)
+
+
+_tracr_compiler_without_jax()
 
 import numpy as np  # noqa: E402
+from tracr.craft import transformers  # noqa: E402
 
 from rasp_sim import graph as g  # noqa: E402
 from rasp_sim import semantics  # noqa: E402
@@ -30,6 +66,14 @@ from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: fo
 from .pipeline import Compiled, compile_graph  # noqa: E402
 from .runtime import COMPILE_KEY, compile_info  # noqa: E402
 from .validate import BATCH, DEFAULT_SAMPLES, Report, validate  # noqa: E402
+
+
+def _jax() -> ModuleType:
+    """jax, in float64: called before the oracle creates any jax array."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax
 
 
 class ValidationFailed(RaspError):
@@ -71,6 +115,9 @@ def tracr_forward(model: Any, categorical: bool, max_len: int) -> Any:
     Every batch is padded to (BATCH, max_len + 1) with tracr's PAD token, which the
     model's own input mask hides from attention, so XLA compiles the forward once per
     program instead of once per shape."""
+    jax = _jax()
+    import haiku as hk
+
     pad = model.input_encoder.pad_encoding
 
     @hk.without_apply_rng
@@ -108,15 +155,17 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
                     program: str = "", name: str = "", tracr_oracle: bool = True) -> Result:
     """Compile, export and validate; the weights are marked validated only if all agree.
 
-    `tracr_oracle=False` leaves tracr's assembled model out of the validation (the CLI
-    never does; tests of the weights' values use it because haiku's initialisation of
-    every new model shape costs seconds)."""
+    `tracr_oracle=False` leaves tracr's assembled model out of the validation, which then
+    compares the written weights with the interpreter only: no jax, no haiku, so a compile
+    takes a fraction of a second instead of seconds (the CLI's default; `--check-tracr`
+    adds the oracle)."""
     start = time.perf_counter()
     compiled = compile_graph(root, vocab, max_len, causal=causal)
     record = {
         "program": program, "name": name, "vocab": list(vocab), "max_len": max_len,
         "tokens_kind": compiled.translation.tokens_kind, "causal": causal,
         "mlp_exactness": compiled.mlp_exactness,
+        "tracr_oracle": tracr_oracle,  # whether the validation also ran tracr's own model
         "rasp_sim_version": _version("rasp-sim"), "tracr_version": _version("tracr-pypi"),
     }
     weights = to_weights(compiled, {COMPILE_KEY: record})
@@ -125,6 +174,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     record["layers"] = layer_count(compiled)
     oracle = None
     if tracr_oracle:  # its first call in a process includes JAX start-up
+        _jax()  # float64 before tracr_model's haiku initialisation creates arrays
         oracle = tracr_forward(tracr_model(compiled), compiled.categorical_output, max_len)
     report = validate(root, weights, vocab, max_len, tracr_forward=oracle, samples=samples,
                       seed=seed, progress=progress)
@@ -190,10 +240,12 @@ def _failure(report: Report) -> ValidationFailed:
                             f"interpreter fails on all {report.undefined}); nothing to validate")
 
 
-def verify(path: str | Path, root: g.SOp, *, samples: int = DEFAULT_SAMPLES, seed: int = 0,
-           progress: bool = False) -> Report:
-    """Re-run the validation of a weights file against a program (NumPy and interpreter)."""
-    weights = load(path)
+def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int = DEFAULT_SAMPLES,
+           seed: int = 0, progress: bool = False) -> Report:
+    """Re-run the validation of a weights file (or loaded weights) against a program
+    (NumPy and interpreter). Whether the file says validated is the caller's concern
+    (`runtime.load_compiled`)."""
+    weights = path if isinstance(path, Transformer) else load(path)
     info = compile_info(weights)
     report = validate(root, weights, info["vocab"], info["max_len"], samples=samples,
                       seed=seed, progress=progress)

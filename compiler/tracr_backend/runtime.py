@@ -1,12 +1,17 @@
 """Running compiled weights with NumPy alone (no tracr, no JAX).
 
 A compiled model reads `[BOS] + tokens` (token ids from its input encoder, positions from
-0) and writes one output per position; position 0 (BOS) is dropped. A categorical output is
-the arg-max over the unembedding's columns, decoded by the output encoder; a numerical one
-is the single unembedding column. Inputs are grouped by length and run as batches.
+0) and writes one output per position; position 0 (BOS) is dropped. A numeric-input model
+(compile record "tokens_kind": "numeric", no token embedding) reads instead one real
+feature per position, 0.0 at BOS, through its `input_proj` (1 x D), plus `pos_embed`. A
+categorical output is the arg-max over the unembedding's columns, decoded by the output
+encoder; a numerical one is the single unembedding column. Inputs are grouped by length
+and run as batches.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,24 +27,92 @@ from ..weights import Transformer, WeightsError, load
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
 
 
+NUMERIC = "numeric"  # the compile record's tokens_kind of a numeric-input model
+
+
 def compile_info(model: Transformer) -> dict[str, Any]:
-    """The compile record in `model.metadata`, or a WeightsError for other weight files."""
+    """The compile record in `model.metadata`, or a WeightsError for other weight files.
+
+    A numeric-input record is checked and completed: "min_len" defaults to 1 (older
+    files), "token_range" must be two finite numbers lo <= hi."""
     info = model.metadata.get(COMPILE_KEY) if isinstance(model.metadata, dict) else None
-    if not isinstance(info, dict) or model.input_encoder is None:
+    numeric = isinstance(info, dict) and info.get("tokens_kind") == NUMERIC
+    if not isinstance(info, dict) or (model.input_encoder is None and not numeric):
         raise WeightsError("these weights were not written by `rasp-sim compile` (no "
                            f"'{COMPILE_KEY}' record or input encoder in their metadata)")
+    if not numeric:
+        return info
+    if model.input_proj is None or model.input_proj.shape[0] != 1:
+        raise WeightsError("a numeric-input model needs an input_proj of one row (the token "
+                           "value's direction)")
+    info = {"min_len": 1, **info}
+    bounds = info.get("token_range")
+    if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_number(b) and math.isfinite(b)
+                                                                   for b in bounds)
+            and bounds[0] <= bounds[1]):
+        raise WeightsError(f"'{COMPILE_KEY}'.token_range: expected [lo, hi], two finite numbers "
+                           f"with lo <= hi, got {bounds!r}")
+    for key in ("min_len", "max_len"):
+        if not (isinstance(info.get(key), int) and not isinstance(info.get(key), bool)
+                and info[key] >= 1):
+            raise WeightsError(f"'{COMPILE_KEY}'.{key}: expected a positive integer, got "
+                               f"{info.get(key)!r}")
     return info
 
 
-def token_ids(model: Transformer, sequence: Sequence[Any], index: int = 0) -> list[int]:
-    """[BOS] + the ids of `sequence`'s tokens, converted as the program's tokens see them."""
-    info = compile_info(model)
-    encoder = model.input_encoder
+def is_numeric_input(model: Transformer) -> bool:
+    """Whether `model` (compiled) reads real numbers instead of token ids."""
+    return compile_info(model).get("tokens_kind") == NUMERIC
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_length(info: dict[str, Any], sequence: Sequence[Any], index: int) -> None:
     if len(sequence) == 0:
         raise RaspTypeError(f"input {index}: is empty")
     if len(sequence) > info["max_len"]:
         raise RaspTypeError(f"input {index}: length {len(sequence)} is above the model's "
                             f"max-len {info['max_len']}")
+    shortest = info.get("min_len", 1)
+    if len(sequence) < shortest:
+        raise RaspTypeError(f"input {index}: length {len(sequence)} is below the model's "
+                            f"min-len {shortest}")
+
+
+def numeric_features(model: Transformer, sequence: Sequence[Any], index: int = 0) -> list[float]:
+    """[0.0 (BOS)] + the values of `sequence`, each a finite real number in the model's
+    token_range, for a numeric-input model."""
+    info = compile_info(model)
+    if info.get("tokens_kind") != NUMERIC:
+        raise WeightsError("this model reads tokens, not numbers (use token_ids)")
+    if isinstance(sequence, str):
+        raise RaspTypeError(f"input {index}: the model reads numbers; give a JSON list such "
+                            f"as [0.5, -1.25], not the text {sequence!r}")
+    _check_length(info, sequence, index)
+    lo, hi = info["token_range"]
+    features = [0.0]
+    for position, value in enumerate(sequence):
+        where = f"input {index}, position {position}"
+        if not _is_number(value):
+            raise RaspTypeError(f"{where}: {value!r} is not a number (the model reads numbers)")
+        if not math.isfinite(value):
+            raise RaspTypeError(f"{where}: {value!r} is not finite")
+        if not lo <= value <= hi:
+            raise RaspTypeError(f"{where}: {value!r} is outside the model's token range "
+                                f"[{lo!r}, {hi!r}]")
+        features.append(float(value))
+    return features
+
+
+def token_ids(model: Transformer, sequence: Sequence[Any], index: int = 0) -> list[int]:
+    """[BOS] + the ids of `sequence`'s tokens, converted as the program's tokens see them."""
+    info = compile_info(model)
+    if info.get("tokens_kind") == NUMERIC:
+        raise WeightsError("this model reads numbers, not tokens (use numeric_features)")
+    encoder = model.input_encoder
+    _check_length(info, sequence, index)
     ids = [encoder.tokens.index(encoder.bos)]
     for position, raw in enumerate(sequence):
         try:
@@ -68,16 +141,43 @@ def run_ids(model: Transformer, ids: np.ndarray) -> list[list[Any]]:
     return decode(model, forward(model, np.asarray(ids, dtype=np.int64)))
 
 
+def load_compiled(path: str | Path, allow_unvalidated: bool = False) -> tuple[Transformer, str | None]:
+    """A compile output read from `path`, and a warning when it is not validated.
+
+    A model whose metadata does not say validated (e.g. written by `compile --force`) is a
+    WeightsError unless `allow_unvalidated`; then the warning says what is wrong with it."""
+    model = load(path)
+    info = compile_info(model)
+    if model.metadata.get("validated") is True:
+        return model, None
+    why = ("written by `compile --force` after its validation failed" if info.get("forced")
+           else "its metadata does not say validated")
+    if not allow_unvalidated:
+        raise WeightsError(f"{path}: the model is not validated ({why}); "
+                           "--allow-unvalidated uses it anyway")
+    return model, f"warning: {path} is NOT validated ({why}); its outputs may be wrong"
+
+
+def run_features(model: Transformer, features: np.ndarray) -> list[list[Any]]:
+    """Decoded outputs for a (B, n+1) batch of numeric feature rows of one length."""
+    return decode(model, forward(model, np.asarray(features, dtype=np.float64)[..., None]))
+
+
 def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """Run compiled weights (a model or an .npz path) on `inputs`; one output list each."""
+    """Run compiled weights (a model or a weights file) on `inputs`; one output list each."""
     if not isinstance(model, Transformer):
         model = load(model)
-    rows = [token_ids(model, sequence, i) for i, sequence in enumerate(inputs)]
+    if is_numeric_input(model):
+        rows: list[list] = [numeric_features(model, sequence, i) for i, sequence in enumerate(inputs)]
+        run_rows = run_features
+    else:
+        rows = [token_ids(model, sequence, i) for i, sequence in enumerate(inputs)]
+        run_rows = run_ids
     by_length: dict[int, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         by_length[len(row)].append(i)
     out: list[list[Any]] = [[] for _ in rows]
     for members in by_length.values():
-        for i, values in zip(members, run_ids(model, np.array([rows[i] for i in members]))):
+        for i, values in zip(members, run_rows(model, np.array([rows[i] for i in members]))):
             out[i] = values
     return out

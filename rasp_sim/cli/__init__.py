@@ -45,9 +45,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value may start with '-' (a vocabulary such as -1,0,1): argparse reads
+# such a value as an unknown option unless it is written --vocab=-1,0,1.
+DASH_VALUE_OPTIONS = ("--vocab",)
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of `parser` and its subcommands' parsers."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _option_strings(sub)
+    return found
+
+
+def join_dash_values(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
+    """argv with `--vocab VALUE` joined into `--vocab=VALUE` where VALUE starts with '-'
+    and is not one of the parser's options, so `--vocab -1,0,1` works like
+    `--vocab=-1,0,1`."""
+    known = _option_strings(parser)
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--":  # everything after it is positional: leave it alone
+            return out + list(argv[index:])
+        following = argv[index + 1] if index + 1 < len(argv) else None
+        if (arg in DASH_VALUE_OPTIONS and following is not None and following.startswith("-")
+                and following.split("=", 1)[0] not in known):
+            out.append(f"{arg}={following}")
+            index += 2
+        else:
+            out.append(arg)
+            index += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else argv, parser))
     try:
         return int(args.handler(args) or EXIT_OK)
     except UsageError as error:

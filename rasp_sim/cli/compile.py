@@ -13,15 +13,17 @@ from ..errors import RaspError
 from ..graph import SOp
 from . import UsageError
 from .program import load_named_node
+from .run import add_unvalidated_option
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     compile_parser = subparsers.add_parser(
         "compile", help="compile an s-op to transformer weights through tracr, validated",
         description="Translate the s-op NAME of FILE to tracr, compile it, fix the assembly, "
-        "validate the weights against the interpreter and tracr's model on every input of "
-        "the declared domain (sampled above 100000 inputs) and write them to an .npz file. "
-        "A model that disagrees is not written (exit 1) unless --force.")
+        "validate the weights against the interpreter on every input of the declared domain "
+        "(sampled above 100000 inputs; --check-tracr adds tracr's own model as a second "
+        "oracle) and write them to an .npz or .safetensors file. A model that disagrees is "
+        "not written (exit 1) unless --force.")
     compile_parser.add_argument("file", help="the .rasp program")
     compile_parser.add_argument("--name", required=True, help="the s-op to compile")
     compile_parser.add_argument("--vocab", required=True, metavar="V1,V2,...",
@@ -36,10 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                 help="float64 weights and validation (the default and only "
                                 "precision; accepted for explicitness)")
     compile_parser.add_argument("-o", "--output", metavar="MODEL.npz",
-                                help="where to write the weights (default: NAME.npz)")
+                                help="where to write the weights: safetensors for a "
+                                ".safetensors suffix, otherwise .npz (default: NAME.npz)")
     compile_parser.add_argument("--force", action="store_true",
                                 help="write the model even if validation fails, marked "
-                                "unvalidated in its metadata")
+                                "unvalidated in its metadata (run and verify refuse it "
+                                "without --allow-unvalidated)")
+    compile_parser.add_argument("--check-tracr", action="store_true",
+                                help="also validate against tracr's own assembled model (JAX "
+                                "and haiku: several seconds more)")
     _add_validation_options(compile_parser)
     compile_parser.set_defaults(handler=run_compile)
 
@@ -47,9 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify", help="re-run the validation of compiled weights against a program",
         description="Check MODEL (from rasp-sim compile) against the s-op NAME of FILE on "
         "the domain recorded in the model.")
-    verify_parser.add_argument("model", help="the weights (.npz)")
+    verify_parser.add_argument("model", help="the weights (.npz or .safetensors)")
     verify_parser.add_argument("file", help="the .rasp program")
     verify_parser.add_argument("--name", required=True, help="the s-op the model computes")
+    add_unvalidated_option(verify_parser)
     _add_validation_options(verify_parser)
     verify_parser.set_defaults(handler=run_verify)
 
@@ -89,12 +97,13 @@ def run_compile(args: argparse.Namespace) -> int:
     result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
                                     samples=args.samples, seed=args.seed,
                                     progress=sys.stderr.isatty(), program=args.file,
-                                    name=args.name)
+                                    name=args.name, tracr_oracle=args.check_tracr)
     output = args.output or f"{args.name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
     summary = {**{k: record[k] for k in ("layers", "heads", "residual_width", "parameters")},
                "compile_seconds": round(result.seconds, 3), "output": output,
+               "validated": result.report.ok, "tracr_oracle": args.check_tracr,
                "validation": result.report.as_metadata()}
     if args.json:
         print(json.dumps(summary))
@@ -102,9 +111,11 @@ def run_compile(args: argparse.Namespace) -> int:
         v = result.report
         print(f"{args.name}: {summary['layers']} layers, {summary['heads']} heads, residual "
               f"width {summary['residual_width']}, {summary['parameters']} parameters, "
-              f"compiled in {summary['compile_seconds']} s")
-        print(f"validated {v.mode} on {v.compared} inputs ({v.undefined} outside the "
-              f"program's domain), max numerical error {v.max_numeric_error:.3g} -> {output}")
+              f"graph to weights in {summary['compile_seconds']} s")
+        checked = (f"{v.mode} on {v.compared} inputs ({v.undefined} outside the program's "
+                   f"domain){' with the tracr oracle' if args.check_tracr else ''}, max "
+                   f"numerical error {v.max_numeric_error:.3g} -> {output}")
+        print(f"validated {checked}" if v.ok else f"UNVALIDATED (--force): checked {checked}")
     if not result.report.ok:
         print(f"warning: written UNVALIDATED (--force): {result.report.disagreement.describe()}"
               if result.report.disagreement else "warning: written UNVALIDATED (--force)",
@@ -117,7 +128,12 @@ def run_verify(args: argparse.Namespace) -> int:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = _program(args.file, args.name)
-    report = driver.verify(args.model, root, samples=args.samples, seed=args.seed,
+    from ..compiler.tracr_backend.runtime import load_compiled
+
+    model, warning = load_compiled(args.model, args.allow_unvalidated)
+    if warning:
+        print(warning, file=sys.stderr)
+    report = driver.verify(model, root, samples=args.samples, seed=args.seed,
                            progress=sys.stderr.isatty())
     if args.json:
         print(json.dumps(report.as_metadata()))

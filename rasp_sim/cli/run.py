@@ -65,6 +65,12 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
                         help="a file with one input per line (JSON lists or plain text)")
 
 
+def add_unvalidated_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-unvalidated", action="store_true",
+                        help="use a compiled model that is not validated (written by "
+                        "compile --force), with a warning; refused otherwise")
+
+
 def collect_inputs(args: argparse.Namespace) -> list:
     if args.inputs:
         return read_inputs_file(args.inputs)
@@ -82,7 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_input_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object per input")
     parser.add_argument("--weights", metavar="MODEL",
-                        help="run a compiled model (from rasp-sim compile) instead of a program")
+                        help="run a compiled model (from rasp-sim compile, .npz or "
+                        ".safetensors) instead of a program")
+    add_unvalidated_option(parser)
     add_evaluation_options(parser)
     parser.set_defaults(handler=run)
 
@@ -92,10 +100,13 @@ def run(args: argparse.Namespace) -> int:
     if args.weights:
         if args.file:
             raise UsageError("give either a program FILE or --weights MODEL, not both")
-        from ..compiler.tracr_backend import run_weights
+        from ..compiler.tracr_backend.runtime import load_compiled, run_weights
 
+        model, warning = load_compiled(args.weights, args.allow_unvalidated)
+        if warning:
+            print(warning, file=sys.stderr)
         name = args.weights
-        outputs = in_chunks(lambda chunk: run_weights(args.weights, chunk), inputs)
+        outputs = in_chunks(lambda chunk: run_weights(model, chunk), inputs)
     else:
         if not args.file:
             raise UsageError("a program FILE is required (or --weights MODEL)")

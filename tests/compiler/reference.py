@@ -15,6 +15,16 @@ def _norm(x, ln):
                      for row in x])
 
 
+def _activation(name, z):
+    if name == "relu":
+        return np.where(z > 0, z, 0.0)
+    if name == "gelu":  # GPT-2's tanh form, elementwise in plain Python
+        return np.vectorize(lambda v: 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi)
+                                                                 * (v + 0.044715 * v ** 3))))(z)
+    assert name == "linear", name
+    return z
+
+
 def reference_sequence(model, x):
     """Outputs (N, c) for one initial residual stream x (N, D)."""
     n = len(x)
@@ -34,7 +44,10 @@ def reference_sequence(model, x):
                     weights = [math.exp(s - top) for s in logits]
                     out[i] += sum(w * v[j] for w, j in zip(weights, keys)) / sum(weights)
         else:
-            out = np.maximum(inner @ block.w1 + block.b1, 0) @ block.w2 + block.b2
+            hidden = _activation(block.activation, inner @ as_dense(block.w1) + block.b1)
+            if block.w_gate is not None:
+                hidden = hidden * (inner @ as_dense(block.w_gate) + block.b_gate)
+            out = hidden @ as_dense(block.w2) + block.b2
         x = x + out if block.residual else out
     if model.final_norm is not None:
         x = _norm(x, model.final_norm)
@@ -48,5 +61,10 @@ def reference_tokens(model, ids):
 
 def reference_features(model, features):
     proj = None if model.input_proj is None else as_dense(model.input_proj)
-    return np.stack([reference_sequence(model, x if proj is None else x @ proj)
-                     for x in features])
+    out = []
+    for x in features:
+        stream = x if proj is None else x @ proj
+        if model.pos_embed is not None:
+            stream = stream + np.stack([model.pos_embed[i] for i in range(len(x))])
+        out.append(reference_sequence(model, stream))
+    return np.stack(out)

@@ -1,15 +1,23 @@
 """The batched forward pass against the plain per-sequence, per-position reference."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from rasp_sim.compiler.forward import forward, matmul
-from rasp_sim.compiler.weights import SparseMatrix
+from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, LayerNorm, MLPBlock,
+                                       SparseMatrix, Transformer)
 
-from .reference import reference_tokens
+from .reference import reference_features, reference_tokens
 from .test_weights import full_model
+
+# NumPy under another name: forward's generic `xp` path (the one jax.numpy takes), which
+# skips the NumPy-only in-place fast paths, runs without importing JAX.
+GENERIC_NUMPY = types.ModuleType("generic_numpy")
+GENERIC_NUMPY.__dict__.update({k: v for k, v in np.__dict__.items() if not k.startswith("__")})
 
 
 @settings(max_examples=25, deadline=None)
@@ -39,6 +47,58 @@ def test_features_input_uses_input_proj():
     x = np.random.default_rng(1).normal(size=(2, 3, 2))
     direct = forward(model.replace(input_proj=None), x @ model.input_proj)
     np.testing.assert_allclose(forward(model, x), direct, rtol=1e-12, atol=1e-12)
+
+
+def test_features_input_adds_the_position_embedding():
+    model = full_model()
+    x = np.random.default_rng(2).normal(size=(2, 4, 2))
+    got = forward(model, x)
+    np.testing.assert_allclose(got, reference_features(model, x), rtol=1e-10, atol=1e-10)
+    # without pos_embed (the universal transformers) the features alone enter
+    bare = model.replace(pos_embed=None)
+    np.testing.assert_allclose(forward(bare, x), reference_features(bare, x), rtol=1e-10,
+                               atol=1e-10)
+    assert np.abs(got - forward(bare, x)).max() > 1e-3
+    with pytest.raises(Exception, match="sequence length 7 exceeds max_len 6"):
+        forward(model, np.zeros((1, 7, 2)))
+
+
+def dense_mlp_model(seed: int, activation: str, gated: bool, norm: bool = False,
+                    causal: bool = False) -> Transformer:
+    """A small dense model (feature input, positions) around one MLP of each kind."""
+    rng = np.random.default_rng(seed)
+    D, hidden = 4, 6
+    gate = dict(w_gate=rng.normal(size=(D, hidden)), b_gate=rng.normal(size=hidden)) if gated else {}
+    ln = LayerNorm(rng.normal(size=D), rng.normal(size=D)) if norm else None
+    return Transformer(
+        layers=(AttentionBlock((AttentionHead(rng.normal(size=(D, 2)), rng.normal(size=(D, 2)),
+                                              rng.normal(size=(D, D))),), scale=0.9, norm=ln),
+                MLPBlock(rng.normal(size=(D, hidden)), rng.normal(size=hidden),
+                         rng.normal(size=(hidden, D)), rng.normal(size=D),
+                         activation=activation, **gate)),
+        unembed=rng.normal(size=(D, 3)), causal=causal, input_proj=rng.normal(size=(1, D)),
+        pos_embed=rng.normal(size=(5, D)))
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "linear"])
+@pytest.mark.parametrize("gated", [False, True])
+def test_mlp_kinds_on_both_paths_match_the_reference(activation, gated):
+    model = dense_mlp_model(3, activation, gated, norm=True, causal=gated)
+    x = np.random.default_rng(4).normal(size=(3, 5, 1))
+    want = reference_features(model, x)
+    for xp in (np, GENERIC_NUMPY):
+        np.testing.assert_allclose(forward(model, x, xp), want, rtol=1e-10, atol=1e-12)
+
+
+def test_the_gate_multiplies_the_hidden_layer():
+    """A bilinear block computes (x W1 + b1) * (x Wg + bg): check one value by hand."""
+    w1, wg = np.array([[2.0], [0.0]]), np.array([[0.0], [3.0]])
+    block = MLPBlock(w1, np.array([1.0]), np.array([[1.0, 0.0]]), np.zeros(2),
+                     activation="linear", residual=False, w_gate=wg, b_gate=np.array([-1.0]))
+    model = Transformer(layers=(block,), unembed=np.eye(2))
+    x = np.array([[[0.5, 2.0]]])  # (2*0.5 + 1) * (3*2 - 1) = 2 * 5
+    for xp in (np, GENERIC_NUMPY):
+        assert forward(model, x, xp)[0, 0].tolist() == [10.0, 0.0]
 
 
 @pytest.mark.slow  # importing and tracing jax takes ~10 s on a loaded 2-core machine

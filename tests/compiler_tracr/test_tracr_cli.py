@@ -22,7 +22,7 @@ HISTOGRAM = str(EXAMPLES / "histogram.rasp")
 def reverse_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("models") / "reverse.npz"
     assert main(["compile", REVERSE, "--name", "reversed", "--vocab", "a,b,c", "--max-len",
-                 "4", "-o", str(path)]) == 0
+                 "4", "-o", str(path), "--check-tracr"]) == 0
     return path
 
 
@@ -33,6 +33,7 @@ def test_compile_writes_validated_weights_with_everything_to_use_them(reverse_mo
     assert record["validation"]["mode"] == "exhaustive"
     assert record["validation"]["compared"] == 3 + 9 + 27 + 81
     assert record["vocab"] == ["a", "b", "c"] and record["max_len"] == 4
+    assert record["tracr_oracle"] is True  # --check-tracr
     assert model.token_embed is not None and model.pos_embed.shape[0] == 5
     assert model.unembed.shape == (model.width, len(model.output_encoder.values))
     assert len(model.residual_labels) == model.width
@@ -71,6 +72,11 @@ def test_broken_weight_files(reverse_model, tmp_path, capsys):
     model = weight_format.load(reverse_model)
     foreign = tmp_path / "foreign.npz"
     weight_format.save(model.replace(metadata={}), foreign)
+    altered = tmp_path / "altered.npz"
+    with np.load(reverse_model) as arrays:
+        contents = {k: arrays[k] for k in arrays.files}
+    contents["unembed"] = contents["unembed"][:, ::-1].copy()  # a plausible, wrong model
+    np.savez(altered, **contents)
     future = tmp_path / "future.npz"
     with np.load(reverse_model) as arrays:
         contents = {k: arrays[k] for k in arrays.files}
@@ -80,7 +86,8 @@ def test_broken_weight_files(reverse_model, tmp_path, capsys):
     np.savez(future, **contents)
     for path, message in [(truncated, "corrupt or truncated"), (garbage, "corrupt or not a weights file"),
                           (foreign, "not written by `rasp-sim compile`"),
-                          (future, "format version 99 is not supported")]:
+                          (future, "format version 99 is not supported"),
+                          (altered, "altered or corrupt: the weights' hash does not match")]:
         assert main(["run", "--weights", str(path), "--input", "ab"]) == 1
         assert message in capsys.readouterr().err
 
@@ -104,10 +111,81 @@ def test_a_disagreeing_model_is_not_written_unless_forced(monkeypatch, tmp_path,
     assert "at position 0" in err and "nothing written" in err
     assert not target.exists()
     assert main(argv + ["--force"]) == 0
-    assert "written UNVALIDATED" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "written UNVALIDATED" in captured.err
+    summary = captured.out.splitlines()[1]
+    assert summary.startswith("UNVALIDATED") and "validated exhaustive" not in captured.out
     model = weight_format.load(target)
     assert model.metadata["validated"] is False
     assert model.metadata["tracr_compile"]["forced"] is True
+    # run and verify refuse it unless --allow-unvalidated (then with a warning)
+    for command in (["run", "--weights", str(target), "--input", "ab"],
+                    ["verify", str(target), REVERSE, "--name", "reversed"]):
+        assert main(command) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("weights error:") and "is not validated" in err
+    # the swapped columns turn 'a' into 0: the model's own (wrong) output, with a warning
+    assert main(["run", "--weights", str(target), "--input", "aa", "--allow-unvalidated",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "NOT validated" in captured.err and json.loads(captured.out)["output"] == [0, 0]
+    assert main(["verify", str(target), REVERSE, "--name", "reversed",
+                 "--allow-unvalidated"]) == 1
+    assert "validation failed" in capsys.readouterr().err  # verify still finds it wrong
+
+
+def test_compile_without_check_tracr_skips_the_oracle(tmp_path, capsys):
+    target = tmp_path / "hist.npz"
+    assert main(["compile", HISTOGRAM, "--name", "hist", "--vocab", "a,b", "--max-len", "3",
+                 "-o", str(target), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["validated"] is True and summary["tracr_oracle"] is False
+    assert weight_format.load(target).metadata["tracr_compile"]["tracr_oracle"] is False
+
+
+def test_importing_the_driver_does_not_import_jax():
+    import subprocess
+    import sys
+
+    code = ("import sys; from rasp_sim.compiler.tracr_backend import driver; "
+            "print(sorted(m for m in ('jax', 'haiku') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("spelling", [["--vocab", "-1,0,1"], ["--vocab=-1,0,1"]])
+def test_negative_vocabulary_in_both_spellings(tmp_path, capsys, spelling):
+    source = tmp_path / "neg.rasp"
+    source.write_text("tokens = tokens_int;\nneg = aggregate(select(indices, indices, ==), "
+                      "0 - tokens);\n")
+    target = tmp_path / "neg.npz"
+    assert main(["compile", str(source), "--name", "neg", *spelling, "--max-len", "2",
+                 "-o", str(target)]) == 0
+    assert weight_format.load(target).metadata["tracr_compile"]["vocab"] == [-1, 0, 1]
+    capsys.readouterr()
+    assert main(["run", "--weights", str(target), "--input", "[1, -1, 0]"]) == 1  # max-len 2
+    assert main(["run", "--weights", str(target), "--input", "[1, -1]", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["output"] == [-1, 1]
+
+
+def test_a_dash_value_that_is_an_option_is_not_swallowed(capsys):
+    """`--vocab --max-len 3`: --max-len is an option, so --vocab has no value (usage)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compile", HISTOGRAM, "--name", "hist", "--vocab", "--max-len", "3"])
+    assert exit_info.value.code == 2
+    assert "--vocab: expected one argument" in capsys.readouterr().err
+
+
+def test_compile_and_run_safetensors(tmp_path, capsys):
+    target = tmp_path / "hist.safetensors"
+    assert main(["compile", HISTOGRAM, "--name", "hist", "--vocab", "a,b", "--max-len", "3",
+                 "-o", str(target)]) == 0
+    assert target.read_bytes()[8:9] == b"{"  # safetensors: u64 header length, JSON header
+    capsys.readouterr()
+    assert main(["run", "--weights", str(target), "--input", "aba", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["output"] == [2, 1, 2]
+    assert main(["verify", str(target), HISTOGRAM, "--name", "hist"]) == 0
 
 
 def test_compile_refusal_prints_location(tmp_path, capsys):
