@@ -24,6 +24,7 @@ from tracr.transformer import encoder
 from ..weights import (AttentionBlock, AttentionHead, InputEncoder, MLPBlock, OutputEncoder,
                        Transformer)
 from .bases import plain
+from .blocks import REGLU
 from .pipeline import BOS, PAD, Compiled
 
 
@@ -49,14 +50,7 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
     layers: list[Any] = []
     for block in compiled.craft_model.blocks:
         if isinstance(block, transformers.MLP):
-            w1 = _projection(block.fst.input_space, residual) @ block.fst.matrix
-            w2 = block.snd.matrix @ _projection(block.snd.output_space, residual).T
-            # Hidden units that write nothing (a zero row of W2: e.g. the table entries of a
-            # sequence map whose output is 0) are dropped; relu(.) * 0 adds exactly 0, so the
-            # output is unchanged and dyck1's 786-unit MLP keeps 10 units.
-            live = np.flatnonzero(np.any(w2 != 0, axis=1))
-            layers.append(MLPBlock(w1[:, live], np.zeros(live.size), w2[live],
-                                   np.zeros(residual.num_dims)))
+            layers.append(_mlp(block, residual))
         else:
             heads = []
             for head in block.as_multi().heads():
@@ -67,26 +61,66 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
                     w_o=np.ascontiguousarray(_projection(head.w_ov.output_space, residual).T)))
             layers.append(AttentionBlock(tuple(heads), scale=1.0))
     tokens = compiled.tokens_space
-    # C order (not transposed views): the forward's gathers and 2-D reshapes stay copies-free
-    token_embed = np.ascontiguousarray(_projection(tokens, residual).T)
     one = bases.BasisDirection("one")
-    if one in residual:  # every position, BOS included, carries the constant 1
-        token_embed[:, residual.index_by_direction[one]] = 1.0
     # Position 0 is BOS and has no index; position p > 0 is index p - 1.
     pos_embed = np.vstack([np.zeros((1, residual.num_dims)),
                            _projection(compiled.indices_space, residual).T])  # vstack: C order
+    if compiled.numeric is not None:
+        # The token's value enters linearly (input_proj); BOS and `one` come with the position
+        index = residual.index_by_direction
+        input_proj = np.ascontiguousarray(_projection(
+            bases.VectorSpaceWithBasis([tokens.basis[0]]), residual).T)
+        pos_embed[0, index[tokens.basis[1]]] = 1.0
+        if one in residual:
+            pos_embed[:, index[one]] = 1.0
+        token_embed, input_encoder = None, None
+    else:
+        input_proj = None
+        # C order (not transposed views): the forward's gathers and reshapes stay copy-free
+        token_embed = np.ascontiguousarray(_projection(tokens, residual).T)
+        if one in residual:  # every position, BOS included, carries the constant 1
+            token_embed[:, residual.index_by_direction[one]] = 1.0
+        input_encoder = InputEncoder(tuple(plain(d.value) for d in tokens.basis), BOS, PAD)
     output = compiled.output_space
     return Transformer(
         layers=tuple(layers),
         unembed=_projection(output, residual),
         causal=compiled.causal,
+        input_proj=input_proj,
         token_embed=token_embed,
         pos_embed=pos_embed,
         residual_labels=tuple(str(d) for d in residual.basis),
-        input_encoder=InputEncoder(tuple(plain(d.value) for d in tokens.basis), BOS, PAD),
+        input_encoder=input_encoder,
         output_encoder=OutputEncoder(tuple(plain(d.value) for d in output.basis)
                                      if compiled.categorical_output else None),
         metadata=metadata)
+
+
+def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBlock:
+    """A craft MLP (several combined in parallel) as one weight-format MLP.
+
+    A gated unit (blocks.reglu_mlp) is a pair of hidden directions, "act" and "gate": the
+    pair becomes one unit relu(x W1) * (x W_gate). If the layer has any, its plain ReLU
+    units get the gate `one` (1 at every position), which leaves them unchanged."""
+    w1 = _projection(block.fst.input_space, residual) @ block.fst.matrix
+    w2 = block.snd.matrix @ _projection(block.snd.output_space, residual).T
+    hidden = block.fst.output_space
+    gate_of = {d: hidden.index_by_direction[bases.BasisDirection(d.name, (d.value[0], "gate"))]
+               for d in hidden.basis if d.name.startswith(REGLU) and d.value[1] == "act"}
+    units = [i for i, d in enumerate(hidden.basis)
+             if not (d.name.startswith(REGLU) and d.value[1] == "gate")]
+    # Hidden units that write nothing (a zero row of W2: e.g. the table entries of a
+    # sequence map whose output is 0) are dropped; relu(.) * 0 adds exactly 0, so the
+    # output is unchanged and dyck1's 786-unit MLP keeps 10 units.
+    live = [i for i in units if np.any(w2[i] != 0)]
+    if not gate_of:
+        return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims))
+    one = np.zeros(residual.num_dims)
+    one[residual.index_by_direction[bases.BasisDirection("one")]] = 1.0
+    gates = np.stack([w1[:, gate_of[hidden.basis[i]]] if hidden.basis[i] in gate_of else one
+                      for i in live], axis=1) if live else np.zeros((residual.num_dims, 0))
+    return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims),
+                    w_gate=np.ascontiguousarray(gates), b_gate=np.zeros(len(live)))
 
 
 @contextlib.contextmanager

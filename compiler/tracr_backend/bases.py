@@ -29,6 +29,7 @@ from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported
 SPAN = "rasp_sim_span"        # the Span of the rasp-sim node an expression lowers
 DEFAULT = "rasp_sim_default"  # rasp-sim's default of an aggregate, where tracr's differs
 SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.signed_map_mlp
+SCALE = "rasp_sim_scale"      # a sum's fixed selector width k: the head's values times k
 
 
 @dataclass(frozen=True)

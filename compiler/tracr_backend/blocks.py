@@ -83,7 +83,7 @@ def aggregate_head(query_space: bases.VectorSpaceWithBasis,
                    output_space: bases.VectorSpaceWithBasis,
                    bos_direction: bases.BasisDirection, one_direction: bases.BasisDirection,
                    predicate: Callable[[Any, Any], bool], default: Any, causal: bool,
-                   numerical: bool) -> transformers.AttentionHead:
+                   numerical: bool, scale: float = 1.0) -> transformers.AttentionHead:
     """An aggregate whose empty rows give `default`: BOS, attended exactly then, carries it.
 
     Categorical: values are matched to outputs by value, so the output basis may hold the
@@ -93,7 +93,9 @@ def aggregate_head(query_space: bases.VectorSpaceWithBasis,
     values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
     if numerical:
         bases.ensure_dims(value_space, num_dims=1, name="value_space")
-        ov = np.array([[float(default)] if v == bos_direction else [1.0] for v in values.basis])
+        # a sum over a fixed width k is k x the mean: the values scaled, the default not
+        ov = np.array([[float(default)] if v == bos_direction else [float(scale)]
+                       for v in values.basis])
     else:
         label = output_space.basis[0].name
         ov = np.zeros((values.num_dims, output_space.num_dims))
@@ -148,3 +150,69 @@ def written_at_bos(head: transformers.AttentionHead, bos_direction: bases.BasisD
     if bos_direction not in ov.input_space:
         return np.zeros(ov.output_space.num_dims)
     return ov.matrix[ov.input_space.index_by_direction[bos_direction]]
+
+
+# ---------------------------------------------------------------- continuous blocks
+
+REGLU = "_reglu_"  # hidden directions (REGLU + label, (k, "act" | "gate")): unit k's pair
+
+
+def reglu_mlp(units: list[tuple[dict, dict]], output_space: bases.VectorSpaceWithBasis,
+              label: str) -> transformers.MLP:
+    """A gated-ReLU MLP, out = sum_k relu(a_k . x) * (g_k . x), as a craft MLP.
+
+    tracr's craft MLP has no gate, so each unit k is two hidden directions: "act" (a_k,
+    the one written to the output) and "gate" (g_k, writing nothing); assemble.py pairs
+    them into the weight format's gated MLP. `units` holds (a_k, g_k) as dicts from residual
+    directions to weights. Only rasp-sim's assembler and forward read such blocks."""
+    hidden_name = f"{REGLU}{label}"
+    hidden = bases.VectorSpaceWithBasis(
+        [bases.BasisDirection(hidden_name, (k, part)) for k in range(len(units))
+         for part in ("act", "gate")])
+    inputs = bases.VectorSpaceWithBasis(sorted({d for act, gate in units for d in (*act, *gate)}))
+    first = np.zeros((inputs.num_dims, hidden.num_dims))
+    second = np.zeros((hidden.num_dims, output_space.num_dims))
+    for k, (act, gate) in enumerate(units):
+        for part, weights in (("act", act), ("gate", gate)):
+            column = hidden.index_by_direction[bases.BasisDirection(hidden_name, (k, part))]
+            for direction, weight in weights.items():
+                first[inputs.index_by_direction[direction], column] += weight
+        second[hidden.index_by_direction[bases.BasisDirection(hidden_name, (k, "act"))], 0] = 1.0
+    return transformers.MLP(vectorspace_fns.Linear(inputs, hidden, first),
+                            vectorspace_fns.Linear(hidden, output_space, second))
+
+
+def softmax_pick(score: bases.BasisDirection, query_space: bases.VectorSpaceWithBasis,
+                 key_space: bases.VectorSpaceWithBasis, predicate: Callable[[Any, Any], bool],
+                 indices_space: bases.VectorSpaceWithBasis, output_space: bases.VectorSpaceWithBasis,
+                 bos_direction: bases.BasisDirection, one_direction: bases.BasisDirection,
+                 margin: float, causal: bool, label: str) -> transformers.SeriesWithResiduals:
+    """softmax over the selected keys of `score`, taken at the query's own position.
+
+    The head's logit for key k is score_k (query `one` x key score), minus `margin` where
+    the predicate rejects k (the query's one-hot against the key's), and -margin/2 for BOS:
+    with margin >= 2 max|score| + 1500 every rejected key (and BOS, unless nothing is
+    selected) has weight e^-750 or less, i.e. exactly 0 in float64, and selected keys' logits
+    are the scores themselves (the mask adds exactly 0 there). The value is the key's
+    position one-hot, so the head writes the whole distribution; the MLP after it picks the
+    query's own entry, relu(p_j) * [index = j] (p_j >= 0)."""
+    queries = bases.join_vector_spaces(query_space, bases.VectorSpaceWithBasis([one_direction]))
+    keys = bases.join_vector_spaces(key_space, bases.VectorSpaceWithBasis([score, bos_direction]))
+    qk = np.zeros((queries.num_dims, keys.num_dims))
+    one, index = queries.index_by_direction[one_direction], keys.index_by_direction
+    qk[one, index[score]] = 1.0
+    qk[one, index[bos_direction]] = -margin / 2
+    for i, q in enumerate(queries.basis):
+        for k in key_space.basis:
+            if q in query_space and not predicate(k.value, q.value):
+                qk[i, index[k]] = -margin
+    weights_name = f"_softmax_{label}"
+    weights = bases.VectorSpaceWithBasis([bases.BasisDirection(weights_name, d.value)
+                                          for d in indices_space.basis])
+    head = transformers.AttentionHead(
+        vectorspace_fns.ScalarBilinear(queries, keys, qk),
+        vectorspace_fns.Linear(indices_space, weights, np.eye(indices_space.num_dims)),
+        causal=causal)
+    units = [({bases.BasisDirection(weights_name, d.value): 1.0}, {d: 1.0})
+             for d in indices_space.basis]
+    return transformers.SeriesWithResiduals([head, reglu_mlp(units, output_space, label)])

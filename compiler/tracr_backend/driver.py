@@ -64,8 +64,10 @@ from ..weights import AttentionBlock, Transformer, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
 from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: for the CLI)
 from .pipeline import Compiled, compile_graph  # noqa: E402
-from .runtime import COMPILE_KEY, compile_info  # noqa: E402
+from .continuous import NumericDomain  # noqa: E402
+from .runtime import COMPILE_KEY, NUMERIC, compile_info  # noqa: E402
 from .validate import BATCH, DEFAULT_SAMPLES, Report, validate  # noqa: E402
+from .validate_numeric import validate_numeric  # noqa: E402
 
 
 def _jax() -> ModuleType:
@@ -152,7 +154,8 @@ def _version(package: str) -> str:
 
 def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: bool = False,
                     samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False,
-                    program: str = "", name: str = "", tracr_oracle: bool = True) -> Result:
+                    program: str = "", name: str = "", tracr_oracle: bool = True,
+                    min_len: int = 1, numeric: NumericDomain | None = None) -> Result:
     """Compile, export and validate; the weights are marked validated only if all agree.
 
     `tracr_oracle=False` leaves tracr's assembled model out of the validation, which then
@@ -160,10 +163,17 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     takes a fraction of a second instead of seconds (the CLI's default; `--check-tracr`
     adds the oracle)."""
     start = time.perf_counter()
-    compiled = compile_graph(root, vocab, max_len, causal=causal)
+    compiled = compile_graph(root, vocab, max_len, causal=causal, min_len=min_len,
+                             numeric=numeric)
+    if tracr_oracle and compiled.gated:
+        raise Unsupported("--check-tracr", "this model has gated (ReGLU) MLPs or numeric "
+                          "inputs, which tracr's model cannot express; it is validated by "
+                          "the NumPy forward against the interpreter")
     record = {
-        "program": program, "name": name, "vocab": list(vocab), "max_len": max_len,
-        "tokens_kind": compiled.translation.tokens_kind, "causal": causal,
+        "program": program, "name": name, "vocab": list(compiled.vocab), "max_len": max_len,
+        "min_len": compiled.min_len,
+        "tokens_kind": compiled.translation.tokens_kind if numeric is None else NUMERIC,
+        "causal": causal,
         "mlp_exactness": compiled.mlp_exactness,
         "tracr_oracle": tracr_oracle,  # whether the validation also ran tracr's own model
         "rasp_sim_version": _version("rasp-sim"), "tracr_version": _version("tracr-pypi"),
@@ -176,8 +186,12 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     if tracr_oracle:  # its first call in a process includes JAX start-up
         _jax()  # float64 before tracr_model's haiku initialisation creates arrays
         oracle = tracr_forward(tracr_model(compiled), compiled.categorical_output, max_len)
-    report = validate(root, weights, vocab, max_len, tracr_forward=oracle, samples=samples,
-                      seed=seed, progress=progress)
+    if numeric is not None:
+        record["token_range"] = [numeric.low, numeric.high]
+        report = validate_numeric(root, weights, numeric, samples=samples, seed=seed)
+    else:
+        report = validate(root, weights, vocab, max_len, tracr_forward=oracle, samples=samples,
+                          seed=seed, progress=progress)
     return Result(_marked(weights, report, forced=False), report, compiled, seconds)
 
 
@@ -247,8 +261,13 @@ def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int = DEFAUL
     (`runtime.load_compiled`)."""
     weights = path if isinstance(path, Transformer) else load(path)
     info = compile_info(weights)
-    report = validate(root, weights, info["vocab"], info["max_len"], samples=samples,
-                      seed=seed, progress=progress)
+    if info["tokens_kind"] == NUMERIC:
+        low, high = info["token_range"]
+        domain = NumericDomain(info["min_len"], info["max_len"], low, high)
+        report = validate_numeric(root, weights, domain, samples=samples, seed=seed)
+    else:
+        report = validate(root, weights, info["vocab"], info["max_len"], samples=samples,
+                          seed=seed, progress=progress)
     if not report.ok:
         raise _failure(report)
     return report

@@ -24,7 +24,8 @@ from tracr.rasp import rasp
 from rasp_sim import graph as g
 
 from . import blocks
-from .bases import DEFAULT, SIGNED, annotate_graph, typed
+from .bases import DEFAULT, SCALE, SIGNED, annotate_graph, typed
+from .continuous import NumericDomain, PolyMap, SoftmaxPick, poly_units
 from .checks import Unsupported, check_vocab
 from .simplify import simplify
 from .translate import Translation, translate
@@ -46,6 +47,8 @@ class Compiled:
     max_len: int
     causal: bool
     mlp_exactness: float
+    min_len: int = 1
+    numeric: NumericDomain | None = None  # real-valued tokens (continuous.py)
 
     @property
     def categorical_output(self) -> bool:
@@ -57,8 +60,18 @@ class Compiled:
 
     @property
     def tokens_space(self) -> bases.VectorSpaceWithBasis:
+        if self.numeric is not None:  # the token's value, and the BOS flag
+            return bases.VectorSpaceWithBasis([bases.BasisDirection(rasp.tokens.label),
+                                               bases.BasisDirection(rasp.tokens.label, BOS)])
         return bases.VectorSpaceWithBasis.from_values(
             rasp.tokens.label, [typed(v) for v in self.vocab] + [BOS, PAD])
+
+    @property
+    def gated(self) -> bool:
+        """Does the model use gated (ReGLU) units, which tracr's model cannot express?"""
+        return any(isinstance(block, transformers.MLP) and any(
+            d.name.startswith(blocks.REGLU) for d in block.fst.output_space.basis)
+            for block in self.craft_model.blocks)
 
     @property
     def indices_space(self) -> bases.VectorSpaceWithBasis:
@@ -73,13 +86,24 @@ class _Placeholder:
 
 
 def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
-                  causal: bool = False) -> Compiled:
+                  causal: bool = False, min_len: int = 1,
+                  numeric: NumericDomain | None = None) -> Compiled:
     """Lower `root` to a craft model over `vocab` (typed as the program's tokens) and
-    sequences of length 1..max_len."""
-    check_vocab(vocab, max_len)
-    if BOS in vocab or PAD in vocab:
-        raise Unsupported("vocabulary", f"must not contain the compiler's tokens {BOS!r}, {PAD!r}")
-    translation = translate(simplify(root), vocab, max_len)
+    sequences of length min_len..max_len; with `numeric`, over real-valued tokens (one
+    residual direction, written linearly; `vocab` is ignored)."""
+    if numeric is None:
+        check_vocab(vocab, max_len)
+        if BOS in vocab or PAD in vocab:
+            raise Unsupported("vocabulary", f"must not contain the compiler's tokens "
+                              f"{BOS!r}, {PAD!r}")
+        vocab_values: tuple = tuple(vocab)
+    else:
+        check_vocab([0.0], max_len)
+        min_len, vocab_values = numeric.min_len, ()
+    if not 1 <= min_len <= max_len:
+        raise Unsupported("min-len", f"must be between 1 and max-len {max_len}, got {min_len}")
+    translation = translate(simplify(root), vocab_values, max_len, min_len=min_len,
+                            numeric=numeric)
     extracted = rasp_to_graph.extract_rasp_graph(translation.sink)
     graph = extracted.graph
     exactness = annotate_graph(graph, translation.value_sets)
@@ -104,8 +128,8 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
                                                              causal)
     _keep_bos_clean(graph, bos_direction)
     craft_model = craft_graph_to_model.craft_graph_to_model(graph, extracted.sources)
-    return Compiled(translation, graph, extracted.sink, craft_model, tuple(vocab), max_len,
-                    causal, exactness)
+    return Compiled(translation, graph, extracted.sink, craft_model, vocab_values, max_len,
+                    causal, exactness, min_len, numeric)
 
 
 def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> None:
@@ -125,6 +149,8 @@ def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> N
 
 
 def _needs_own_block(expr: Any) -> bool:
+    if isinstance(expr, (PolyMap, SoftmaxPick)):
+        return True
     if isinstance(expr, rasp.Map):
         return bool(expr.annotations.get(SIGNED, False)) if SIGNED in expr.annotations else False
     return isinstance(expr, rasp.Aggregate)  # every head is rasp-sim's (blocks.aggregate_head)
@@ -138,6 +164,16 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
                causal: bool) -> Any:
     expr = graph.nodes[node_id][nodes.EXPR]
     output = bases.VectorSpaceWithBasis(graph.nodes[node_id][nodes.OUTPUT_BASIS])
+    if isinstance(expr, PolyMap):
+        units = poly_units(expr, lambda key: _space(graph, expr.leaves[key]).basis[0],
+                           None if expr.base is None else expr.base.label, ONE, bos_direction)
+        return blocks.reglu_mlp(units, output, expr.label)
+    if isinstance(expr, SoftmaxPick):
+        select = expr.select
+        return blocks.softmax_pick(
+            _space(graph, expr.score).basis[0], _space(graph, select.queries),
+            _space(graph, select.keys), select.predicate, _space(graph, rasp.indices), output,
+            bos_direction, ONE, expr.margin, causal, expr.label)
     if isinstance(expr, rasp.Map):
         return blocks.signed_map_mlp(_space(graph, expr.inner), output, expr.f,
                                      hidden_name=f"_hidden_{expr.label}_")
@@ -147,4 +183,5 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
     return blocks.aggregate_head(
         _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
         output, bos_direction, ONE, select.predicate, default, causal,
-        numerical=rasp.is_numerical(expr))
+        numerical=rasp.is_numerical(expr),
+        scale=expr.annotations[SCALE] if SCALE in expr.annotations else 1.0)

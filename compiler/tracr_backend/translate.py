@@ -21,6 +21,8 @@ Each expression carries the span of its node (annotation SPAN) for error message
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -32,8 +34,13 @@ from rasp_sim.errors import RaspError
 
 from . import patterns
 from .atoms import atom_function, total
-from .bases import DEFAULT, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
+from .bases import DEFAULT, SCALE, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
 from .checks import Unsupported, check_graph, describe, tokens_kind
+from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
+                         SoftmaxPick, poly_bound, positions_coefficient, region_failure,
+                         terms_of, used_leaves)
+from .polynomial import Poly
+from .static import StaticValues
 
 CAT, NUM = rasp.Encoding.CATEGORICAL, rasp.Encoding.NUMERICAL
 
@@ -45,11 +52,14 @@ class Translation:
     tokens_kind: str
 
 
-def translate(root: g.SOp, vocab: Sequence[Any], max_len: int) -> Translation:
-    """`root` as a tracr program over `vocab` (values as the program's tokens see them)."""
+def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int = 1,
+              numeric: NumericDomain | None = None) -> Translation:
+    """`root` as a tracr program over `vocab` (values as the program's tokens see them),
+    or over real-valued tokens (`numeric`, vocab unused) of lengths min_len..max_len."""
     check_graph(root)
     consumers = {id(n): d for n, d in g.to_networkx(root).out_degree()}
-    translator = _Translator(ValueSets(vocab, max_len), consumers)
+    translator = _Translator(ValueSets(vocab, max_len), consumers,
+                             StaticValues(min_len, max_len), numeric)
     sink = translator.sop(root)
     if sink is rasp.tokens or sink is rasp.indices:  # the output is an input: copy it by an
         # MLP into its own output space (tracr's layer allocation needs at least one block)
@@ -69,9 +79,15 @@ def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding |
     return rasp.annotate(expr, **annotations)
 
 
-class _Translator:
-    def __init__(self, value_sets: ValueSets, consumers: dict[int, int]):
+class _Translator(ContinuousLowering):
+    def __init__(self, value_sets: ValueSets, consumers: dict[int, int], static: StaticValues,
+                 numeric: NumericDomain | None):
         self.value_sets = value_sets
+        self.static = static
+        self.numeric = numeric
+        self.continuity: dict[int, bool] = {}
+        self.bounds: dict[int, float] = {}
+        self.regions: dict[int, Region] = {}
         self.consumers = consumers  # how many nodes use each node (fusion needs exactly 1)
         self.memo: dict[int, rasp.SOp] = {}
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
@@ -90,16 +106,17 @@ class _Translator:
         value = self.constant(node)
         if value is not _CONSTANT:  # a constant on its own: a map of tokens (one MLP)
             stored = typed(value)
-            return _named(rasp.Map(lambda _: stored, rasp.tokens, simplify=False), node, CAT)
+            carrier = rasp.tokens if self.numeric is None else rasp.indices  # categorical
+            return _named(rasp.Map(lambda _: stored, carrier, simplify=False), node, CAT)
         if isinstance(node, g.Tokens):
-            return rasp.tokens
+            return rasp.tokens if self.numeric is None else rasp.numerical(rasp.tokens)
         if isinstance(node, g.Indices):
             return rasp.indices
         recognised = patterns.selector_width_of(node)
         if recognised is not None:
             return _named(rasp.SelectorWidth(self.selector(recognised)), node, CAT)
         if isinstance(node, g.Map):
-            return self._map(node)
+            return self._poly_map(node) if self.continuous(node) else self._map(node)
         if isinstance(node, g.Aggregate):
             return self._aggregate(node)
         raise Unsupported(describe(node), "has no tracr lowering", node.span)
@@ -124,6 +141,9 @@ class _Translator:
 
     def as_encoding(self, node: g.SOp, encoding: rasp.Encoding) -> rasp.SOp:
         """The node in `encoding`, through an explicit conversion map if needed."""
+        if encoding == CAT:
+            self.refuse_continuous(node, "where a categorical value is needed (a select's "
+                                   "keys or queries, a lookup table, a categorical aggregate)")
         expr = self.sop(node)
         if rasp.get_encoding(expr) == encoding:
             return expr
@@ -240,6 +260,108 @@ class _Translator:
             self.tuples[key] = expr
         return self.tuples[key]
 
+    # -- continuous maps (continuous.py)
+    def _poly_map(self, node: g.Map) -> rasp.SOp:
+        region = self.region(node)
+        terms = terms_of(region)
+        if terms is None:
+            failure = region_failure(region)
+            reason = failure.reason if failure else ("is a polynomial of degree above 2, or "
+                                                     "of degree 2 with a coefficient that "
+                                                     "depends on a categorical value")
+            raise Unsupported(describe(node), reason, (failure.span if failure else None)
+                              or node.span)
+        used = used_leaves(terms)
+        for key in used:
+            if key in region.softmax:
+                self._check_softmax_use(region, terms, key)
+        leaves = {key: (self._softmax(region.softmax[key]) if key in region.softmax
+                        else self.sop(region.leaves[key])) for key in used}
+        return _named(self._poly_expr(region, terms, leaves), node, NUM)
+
+    def _poly_expr(self, region: Region, terms: list, leaves: dict) -> PolyMap:
+        if len(region.bases) == 1:
+            base = self.as_encoding(region.bases[0], CAT)
+            values = [typed(a[0]) for a in region.assignments]
+        elif region.bases:
+            base = self.tuple_of(region.bases)
+            values = [typed(tuple(a)) for a in region.assignments]
+        else:
+            base, values = None, [None for _ in region.assignments]
+        return PolyMap(base, leaves, terms, values)
+
+    def _check_softmax_use(self, region: Region, terms: list, key: Any) -> None:
+        """exp(a_q) / sum over sel(q) of exp(a_k) is the softmax weight of the query's own
+        key only if the query selects itself: check every query where it is used."""
+        total, _ = region.softmax[key]
+        where = positions_coefficient(region, terms, key, self.static)
+        if where is None or not self.static.is_static(total.selector):
+            raise Unsupported(describe(total), "is a softmax's normaliser whose selector or "
+                              "use depends on the tokens; the compiler must know that every "
+                              "query using it selects itself", total.span)
+        for n, (used, matrix) in zip(self.static.lengths,
+                                     zip(where, self.static.matrices(total.selector))):
+            bad = [q for q in range(n) if used[q] != 0 and not matrix[q, q]]
+            if bad:
+                raise Unsupported(describe(total), f"is a softmax's normaliser, but at length "
+                                  f"{n} query {bad[0]} uses exp(a)/sum without selecting "
+                                  "itself, which is not a softmax weight", total.span)
+
+    def _softmax(self, parts: tuple[g.Aggregate, g.SOp]) -> rasp.SOp:
+        total, score = parts
+        key = ("softmax", id(total))
+        if key not in self.memo:
+            expr, bound = self._score(score, total.selector)
+            select = self.selector(total.selector)
+            self.memo[key] = _named(SoftmaxPick(expr, select, 2 * bound + MASK_MARGIN),
+                                    total, NUM)
+        return self.memo[key]
+
+    def _score(self, score: g.SOp, sel: g.Selector) -> tuple[rasp.SOp, float]:
+        """The softmax's score as an s-op, without shifts constant over each selection."""
+        if not isinstance(score, g.Map):
+            return self.sop(score), self.bound(score)
+        region = self.region(score)
+        terms = terms_of(region)
+        if terms is None:
+            return self.sop(score), self.bound(score)  # raises the region's reason
+        shifts = {key for key in used_leaves(terms)
+                  if key in region.leaves and self._shift(region, terms, key, sel)}
+        kept = [(m, c) for m, c in terms
+                if not any(a == ("leaf", key) for a in m for key in shifts)]
+        leaves = {key: self.sop(region.leaves[key]) for key in used_leaves(kept)}
+        polys = [Poly({m: c[i] for m, c in kept if i in c}) for i in range(len(region.values))]
+        bound = max((poly_bound(p, lambda k: self.bound(region.leaves[k])) for p in polys),
+                    default=0.0)
+        return _named(self._poly_expr(region, kept, leaves), score, NUM), bound
+
+    def _shift(self, region: Region, terms: list, key: Any, sel: g.Selector) -> bool:
+        """Is leaf `key` of the score the same at every key a query selects, with the same
+        coefficient? Then softmax does not see it (CONTINUOUS.md: the max-subtraction)."""
+        top = region.leaves[key]
+        if not (isinstance(top, g.Aggregate) and top.reduction == "mean"
+                and isinstance(top.selector, g.SelectorAnd)):
+            return False
+        parts = (top.selector.left, top.selector.right)
+        fixed = [p for p in parts if isinstance(p, g.Select) and self.constant(p.queries)
+                 is not _CONSTANT]
+        classes = [p for p in parts if self.static.is_static(p)]
+        if not fixed or not classes or not self.static.is_static(sel):
+            return False
+        classes_of = classes[0] if classes[0] is not fixed[0] else classes[-1]
+        coefficient = positions_coefficient(region, terms, key, self.static)
+        if coefficient is None:
+            return False
+        for used, selection, grouping in zip(coefficient, self.static.matrices(sel),
+                                             self.static.matrices(classes_of)):
+            for q in range(len(used)):
+                keys = np.flatnonzero(selection[q])
+                if not all((grouping[k] == grouping[q]).all() for k in keys):
+                    return False
+                if len({used[k] for k in keys}) > 1:
+                    return False
+        return True
+
     # -- selectors
     def selector(self, sel: g.Selector) -> rasp.Select:
         if id(sel) not in self.selectors:
@@ -252,6 +374,7 @@ class _Translator:
         for leaf in _leaves(sel):
             for side, found in ((leaf.keys, keys), (leaf.queries, queries)):
                 if self.constant(side) is _CONSTANT:
+                    self.refuse_continuous(side, "as a select's keys or queries")
                     for node in self._folded(side)[0]:
                         if all(node is not s for s in found):
                             found.append(node)
@@ -270,7 +393,7 @@ class _Translator:
 
     def _side(self, nodes: list[g.SOp]) -> rasp.SOp:
         if not nodes:  # the predicate ignores this side: any categorical s-op will do
-            return rasp.tokens
+            return rasp.indices
         if len(nodes) == 1:
             return self.as_encoding(nodes[0], CAT)
         return self.tuple_of(nodes)
@@ -338,7 +461,11 @@ class _Translator:
         select = self.selector(node.selector)
         values = self.sop(node.values)
         numeric = rasp.is_numerical(values) or is_numeric_column(self.value_sets.of(values))
-        if numeric and not _at_most_one_key(node.selector):
+        summed = node.reduction == "sum"
+        if summed and not numeric:
+            raise Unsupported(describe(node), "sums values that are not numbers", node.span)
+        if numeric and (summed or self.continuous(node.values)
+                        or not _at_most_one_key(node.selector)):
             if not is_numeric_column([node.default]):
                 raise Unsupported(describe(node), f"default {node.default!r} for a mean of "
                                   "numbers: a numerical head can only write a number where "
@@ -346,6 +473,8 @@ class _Translator:
             values = self.as_encoding(node.values, NUM)
             # tracr's own default must be 0; a nonzero one gets its own head (blocks.py).
             extra = {DEFAULT: node.default} if node.default != 0 else {}
+            if summed:  # a mean whose values are scaled by the fixed width (blocks.py)
+                extra[SCALE] = self.sum_width(node)
             return _named(rasp.Aggregate(select, values, default=0), node, NUM, **extra)
         values = self.as_encoding(node.values, CAT)
         # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
