@@ -25,9 +25,10 @@ Which inputs:
   * each selector's edge cases: for every selector of the program and every length, an
     input on which some query selects no key (the compiled head then attends only to
     BOS), exactly one key, and every key, when a candidate pool (the structured inputs,
-    plus random ones, half of them over two or three tokens so that tokens repeat, or
-    every input of a length when there are few) holds one. The selectors are evaluated
-    on the pool by the batched interpreter and a greedy cover picks a few inputs.
+    plus inputs with one token everywhere but at one position, uniform random ones and
+    random ones over two or three tokens so that tokens repeat; or every input of a
+    length when there are few) holds one. The selectors are evaluated on the pool by the
+    batched interpreter and a greedy cover picks a few inputs.
   Nothing is proven about the inputs not drawn; `Coverage` records what was.
 
 Inputs on which the interpreter itself fails (a RaspError: e.g. averaging strings) are not
@@ -164,17 +165,29 @@ def covering_rows(vocab_size: int, n: int) -> np.ndarray:
 
 
 def _pool_rows(vocab_size: int, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """`count` candidate rows of length n (every row of that length if there are no more):
-    half uniform, half over two or three random tokens, so that tokens repeat."""
-    if vocab_size ** n <= count:
+    """Candidate rows of length n: every row of that length if there are at most 3 count,
+    else three families of about `count` rows each: one token everywhere but one position
+    (all of them if few), uniform rows, and rows over two or three random tokens, so that
+    tokens repeat."""
+    if vocab_size ** n <= 3 * count:
         return np.array(list(itertools.product(range(vocab_size), repeat=n)), dtype=np.int64)
-    uniform = rng.integers(0, vocab_size, size=(count // 2, n))
-    few = count - len(uniform)
+    families = [rng.integers(0, vocab_size, size=(count // 2, n))]
+    if vocab_size > 1:  # one exception: an empty / one-key selection often needs just that
+        if vocab_size * (vocab_size - 1) * n <= count:
+            base, other, at = (a.ravel() for a in np.meshgrid(
+                np.arange(vocab_size), np.arange(1, vocab_size), np.arange(n), indexing="ij"))
+        else:
+            base = rng.integers(0, vocab_size, size=count)
+            other, at = rng.integers(1, vocab_size, size=count), rng.integers(0, n, size=count)
+        exception = np.repeat(base[:, None], n, axis=1)
+        exception[np.arange(len(base)), at] = (base + other) % vocab_size
+        families.append(exception)
+    few = count - count // 2
     alphabets = rng.integers(0, vocab_size, size=(few, 3))
     sizes = rng.integers(2, 4, size=(few, 1))
     choice = (rng.random((few, n)) * sizes).astype(np.int64)
-    repeated = np.take_along_axis(alphabets, choice, axis=1)
-    return np.concatenate([uniform, repeated])
+    families.append(np.take_along_axis(alphabets, choice, axis=1))
+    return np.concatenate(families)
 
 
 def program_selectors(root: g.SOp) -> list[g.Selector]:
