@@ -191,7 +191,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
         report = validate_numeric(root, weights, numeric, samples=samples, seed=seed)
     else:
         report = validate(root, weights, vocab, max_len, tracr_forward=oracle, samples=samples,
-                          seed=seed, progress=progress)
+                          seed=seed, progress=progress, min_len=compiled.min_len)
     return Result(_marked(weights, report, forced=False), report, compiled, seconds)
 
 
@@ -267,7 +267,7 @@ def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int = DEFAUL
         report = validate_numeric(root, weights, domain, samples=samples, seed=seed)
     else:
         report = validate(root, weights, info["vocab"], info["max_len"], samples=samples,
-                          seed=seed, progress=progress)
+                          seed=seed, progress=progress, min_len=info.get("min_len", 1))
     if not report.ok:
         raise _failure(report)
     return report

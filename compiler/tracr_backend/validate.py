@@ -1,8 +1,7 @@
 """Validation on every compile (COMPILER.md 5.5): three implementations must agree.
 
-On the declared input domain (every sequence over the vocabulary of length 1..max_len,
-exhaustively when there are at most `EXHAUSTIVE_LIMIT` of them, else a seeded random
-sample), in float64:
+On the declared input domain (every sequence over the vocabulary of length 1..max_len),
+in float64:
 - the rasp-sim interpreter (`rasp_sim.evaluate`) on the program,
 - the NumPy forward pass of the exported weights (runtime.py),
 - tracr's own haiku model (the module `AssembledTransformerModel.apply` runs, jitted and
@@ -14,6 +13,24 @@ fix), discretisation exactly on its grid (bases.py picks the exactness) and roun
 (~1e-15 for means of at most 256 values); 1e-9 leaves a margin of 10^5 over that and is far
 below the smallest distinction a program can make (1/max_len^2 >= 1.5e-5).
 
+Which inputs:
+- at most `EXHAUSTIVE_LIMIT` inputs in the domain: all of them ("exhaustive"; the model
+  is then correct on the whole declared domain, up to the tolerance);
+- else ("sampled") a seeded uniform random sample of `samples` inputs plus structured
+  inputs, because a miscompile that shows only on a structured input (an empty
+  selection, one token at the last position) is nearly never drawn uniformly:
+  * every length 1..max_len, and at each length a covering design: for j < |V| the input
+    vocab[(p + j) % |V|] at position p, so every token stands at every position of every
+    length, plus the constant inputs (one token everywhere);
+  * each selector's edge cases: for every selector of the program and every length, an
+    input on which some query selects no key (the compiled head then attends only to
+    BOS), exactly one key, and every key, when a candidate pool (the structured inputs,
+    plus inputs with one token everywhere but at one position, uniform random ones and
+    random ones over two or three tokens so that tokens repeat; or every input of a
+    length when there are few) holds one. The selectors are evaluated on the pool by the
+    batched interpreter and a greedy cover picks a few inputs.
+  Nothing is proven about the inputs not drawn; `Coverage` records what was.
+
 Inputs on which the interpreter itself fails (a RaspError: e.g. averaging strings) are not
 in the program's domain; they are counted and reported, not compared.
 """
@@ -22,8 +39,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -31,7 +48,7 @@ from tqdm import tqdm
 
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
-from rasp_sim.evaluate import evaluate
+from rasp_sim.evaluate import evaluate, evaluate_batch
 
 from ..weights import Transformer
 from .runtime import run_ids
@@ -40,6 +57,16 @@ EXHAUSTIVE_LIMIT = 100_000
 DEFAULT_SAMPLES = 10_000
 NUMERIC_TOLERANCE = 1e-9
 BATCH = 2_048
+# The edge cases of a selector, per query: no key selected, exactly one, every key.
+EDGE_CASES = ("none", "one", "all")
+# Random candidates for the edge cases, spread over the lengths; a length with fewer
+# inputs than its share is enumerated instead.
+POOL_SIZE = 4_096
+# Selector values of the pool are evaluated in chunks of about this many booleans.
+_POOL_CHUNK_CELLS = 2**25
+# A pool chunk on which the program fails is split until this size, then dropped (the
+# pool only proposes candidates; failing inputs are outside the program's domain).
+_POOL_MIN_SPLIT = 16
 
 
 @dataclass
@@ -57,6 +84,26 @@ class Disagreement:
 
 
 @dataclass
+class Coverage:
+    """What a sampled validation drew: its input counts by origin, and per edge case
+    (EDGE_CASES) how many of the program's selectors had an input with that case among
+    those validated (`covered`) and how many had none in the whole pool (`absent`)."""
+
+    random: int = 0
+    structured: int = 0
+    edge_case: int = 0
+    selectors: int = 0
+    covered: dict[str, int] = field(default_factory=lambda: dict.fromkeys(EDGE_CASES, 0))
+    absent: dict[str, int] = field(default_factory=lambda: dict.fromkeys(EDGE_CASES, 0))
+
+    def as_metadata(self) -> dict:
+        return {"random": self.random, "structured": self.structured,
+                "edge_case": self.edge_case, "selectors": self.selectors,
+                "edge_cases": {case: {"covered": self.covered[case],
+                                      "absent": self.absent[case]} for case in EDGE_CASES}}
+
+
+@dataclass
 class Report:
     mode: str  # "exhaustive" | "sampled"
     inputs: int = 0
@@ -65,6 +112,7 @@ class Report:
     max_numeric_error: float = 0.0
     disagreement: Disagreement | None = None
     seconds: float = 0.0
+    coverage: Coverage | None = None  # sampled mode only
 
     @property
     def ok(self) -> bool:
@@ -72,24 +120,28 @@ class Report:
 
     def as_metadata(self) -> dict:
         error = self.max_numeric_error  # JSON has no inf or nan
-        return {"mode": self.mode, "inputs": self.inputs, "compared": self.compared,
-                "undefined": self.undefined,
-                "max_numeric_error": error if math.isfinite(error) else repr(error),
-                "tolerance": NUMERIC_TOLERANCE, "seconds": round(self.seconds, 3),
-                "ok": self.ok}
+        record = {"mode": self.mode, "inputs": self.inputs, "compared": self.compared,
+                  "undefined": self.undefined,
+                  "max_numeric_error": error if math.isfinite(error) else repr(error),
+                  "tolerance": NUMERIC_TOLERANCE, "seconds": round(self.seconds, 3),
+                  "ok": self.ok}
+        if self.coverage is not None:
+            record["coverage"] = self.coverage.as_metadata()
+        return record
 
 
-def domain_size(vocab_size: int, max_len: int) -> int:
-    return sum(vocab_size ** n for n in range(1, max_len + 1))
+def domain_size(vocab_size: int, max_len: int, min_len: int = 1) -> int:
+    return sum(vocab_size ** n for n in range(min_len, max_len + 1))
 
 
-def domain(vocab_size: int, max_len: int, samples: int, seed: int
+def domain(vocab_size: int, max_len: int, samples: int, seed: int, min_len: int = 1
            ) -> tuple[str, int, Iterator[np.ndarray]]:
-    """(mode, count, batches of vocabulary-index rows of one length)."""
-    size = domain_size(vocab_size, max_len)
+    """(mode, count, batches of vocabulary-index rows of one length): the whole domain, or
+    the seeded uniform random sample (the structured inputs are `structured_inputs`)."""
+    size = domain_size(vocab_size, max_len, min_len)
     if size <= EXHAUSTIVE_LIMIT:
         def exhaustive() -> Iterator[np.ndarray]:
-            for n in range(1, max_len + 1):
+            for n in range(min_len, max_len + 1):
                 rows = itertools.product(range(vocab_size), repeat=n)
                 while chunk := list(itertools.islice(rows, BATCH)):
                     yield np.array(chunk, dtype=np.int64)
@@ -97,12 +149,139 @@ def domain(vocab_size: int, max_len: int, samples: int, seed: int
 
     def sampled() -> Iterator[np.ndarray]:
         rng = np.random.default_rng(seed)
-        lengths = rng.integers(1, max_len + 1, size=samples)
-        for n in range(1, max_len + 1):
+        lengths = rng.integers(min_len, max_len + 1, size=samples)
+        for n in range(min_len, max_len + 1):
             count = int((lengths == n).sum())
             for start in range(0, count, BATCH):
                 yield rng.integers(0, vocab_size, size=(min(BATCH, count - start), n))
     return "sampled", samples, sampled()
+
+
+def covering_rows(vocab_size: int, n: int) -> np.ndarray:
+    """Vocabulary-index rows of length n with every token at every position (row j holds
+    (p + j) % |V| at position p) and the constant rows, without repeats."""
+    shift = np.arange(vocab_size, dtype=np.int64)[:, None]
+    cyclic = (shift + np.arange(n, dtype=np.int64)[None, :]) % vocab_size
+    constant = np.repeat(shift, n, axis=1)
+    return np.unique(np.concatenate([cyclic, constant]), axis=0)
+
+
+def _pool_rows(vocab_size: int, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Candidate rows of length n: every row of that length if there are at most 3 count,
+    else three families of about `count` rows each: one token everywhere but one position
+    (all of them if few), uniform rows, and rows over two or three random tokens, so that
+    tokens repeat."""
+    if vocab_size ** n <= 3 * count:
+        return np.array(list(itertools.product(range(vocab_size), repeat=n)), dtype=np.int64)
+    families = [rng.integers(0, vocab_size, size=(count // 2, n))]
+    if vocab_size > 1:  # one exception: an empty / one-key selection often needs just that
+        if vocab_size * (vocab_size - 1) * n <= count:
+            base, other, at = (a.ravel() for a in np.meshgrid(
+                np.arange(vocab_size), np.arange(1, vocab_size), np.arange(n), indexing="ij"))
+        else:
+            base = rng.integers(0, vocab_size, size=count)
+            other, at = rng.integers(1, vocab_size, size=count), rng.integers(0, n, size=count)
+        exception = np.repeat(base[:, None], n, axis=1)
+        exception[np.arange(len(base)), at] = (base + other) % vocab_size
+        families.append(exception)
+    few = count - count // 2
+    alphabets = rng.integers(0, vocab_size, size=(few, 3))
+    sizes = rng.integers(2, 4, size=(few, 1))
+    choice = (rng.random((few, n)) * sizes).astype(np.int64)
+    families.append(np.take_along_axis(alphabets, choice, axis=1))
+    return np.concatenate(families)
+
+
+def program_selectors(root: g.SOp) -> list[g.Selector]:
+    """Every selector (Select and composite) the program's value depends on."""
+    return [node for node in g.ancestors(root) if isinstance(node, g.Selector)]
+
+
+def _edge_features(selectors: Sequence[g.Selector], inputs: list[list]) -> np.ndarray | None:
+    """(len(inputs), 3 * len(selectors)) bools: on input i, does some query of selector s
+    select no key / one key / every key (column 3 s + case); None if the program fails on
+    the inputs (their selectors are undefined)."""
+    try:
+        values = evaluate_batch(selectors, inputs)
+    except RaspError:
+        return None
+    n = len(inputs[0])
+    columns = []
+    for selector in selectors:
+        width = np.broadcast_to(values[selector], (len(inputs), n, n)).sum(axis=2)
+        columns += [(width == 0).any(axis=1), (width == 1).any(axis=1),
+                    (width == n).any(axis=1)]
+    return np.stack(columns, axis=1)
+
+
+def _features(selectors: Sequence[g.Selector], inputs: list[list]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(features of the inputs the program is defined on, their indices in `inputs`);
+    a failing chunk is halved down to _POOL_MIN_SPLIT rows, then left out."""
+    features = _edge_features(selectors, inputs)
+    if features is not None:
+        return features, np.arange(len(inputs))
+    if len(inputs) <= _POOL_MIN_SPLIT:
+        return np.zeros((0, 3 * len(selectors)), dtype=bool), np.zeros(0, dtype=np.int64)
+    half = len(inputs) // 2
+    left, left_ids = _features(selectors, inputs[:half])
+    right, right_ids = _features(selectors, inputs[half:])
+    return np.concatenate([left, right]), np.concatenate([left_ids, right_ids + half])
+
+
+def _greedy_cover(features: np.ndarray, covered: np.ndarray) -> list[int]:
+    """Rows of `features` that together add every column not yet `covered` that any row
+    has; greedy (the row adding the most first), so a few rows usually suffice."""
+    gain = features & ~covered
+    chosen: list[int] = []
+    while gain.any():
+        best = int(gain.sum(axis=1).argmax())
+        chosen.append(best)
+        gain &= ~features[best]
+    return chosen
+
+
+def structured_inputs(root: g.SOp, vocab: Sequence[Any], max_len: int, seed: int,
+                      min_len: int = 1) -> tuple[dict[int, np.ndarray], Coverage]:
+    """The structured inputs of a sampled validation, as vocabulary-index rows by length
+    (the covering rows first, then the selectors' edge cases), and what they cover."""
+    selectors = program_selectors(root)
+    rng = np.random.default_rng([seed, 1])  # independent of the random sample's stream
+    share = max(64, POOL_SIZE // max_len)
+    coverage = Coverage(selectors=len(selectors))
+    seen = np.zeros((len(selectors), len(EDGE_CASES)), dtype=bool)
+    rows: dict[int, np.ndarray] = {}
+    for n in range(min_len, max_len + 1):
+        covering = covering_rows(len(vocab), n)
+        coverage.structured += len(covering)
+        rows[n] = covering
+        if not selectors:
+            continue
+        pool = np.concatenate([covering, _pool_rows(len(vocab), n, share, rng)])
+        chunk = max(_POOL_MIN_SPLIT, _POOL_CHUNK_CELLS // (n * n * len(selectors)))
+        parts = [_features(selectors, [[vocab[i] for i in row] for row in
+                                       pool[start:start + chunk].tolist()])
+                 for start in range(0, len(pool), chunk)]
+        features = np.concatenate([f for f, _ in parts])
+        ids = np.concatenate([i + start for (_, i), start in
+                              zip(parts, range(0, len(pool), chunk))])
+        from_covering = ids < len(covering)
+        candidates = features[~from_covering]
+        chosen = _greedy_cover(candidates, features[from_covering].any(axis=0))
+        extra = pool[ids[~from_covering][chosen]]
+        coverage.edge_case += len(extra)
+        rows[n] = np.concatenate([covering, extra])
+        seen |= features.any(axis=0).reshape(len(selectors), len(EDGE_CASES))
+    for c, case in enumerate(EDGE_CASES):
+        coverage.covered[case] = int(seen[:, c].sum())
+        coverage.absent[case] = len(selectors) - coverage.covered[case]
+    return rows, coverage
+
+
+def _batches(rows: dict[int, np.ndarray]) -> Iterator[np.ndarray]:
+    for n in sorted(rows):
+        for start in range(0, len(rows[n]), BATCH):
+            yield rows[n][start:start + BATCH]
 
 
 def interpret(root: g.SOp, inputs: list[list]) -> list[list | None]:
@@ -155,8 +334,12 @@ def causal_program(root: g.SOp) -> g.SOp:
 
 def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: int, *,
              tracr_forward: Callable[[np.ndarray], list[list]] | None = None,
-             samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False) -> Report:
-    """Compare interpreter, NumPy weights and (if given) tracr's model on the domain."""
+             samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False,
+             structured: bool = True, min_len: int = 1) -> Report:
+    """Compare interpreter, NumPy weights and (if given) tracr's model on the domain.
+
+    A sampled validation also checks the structured inputs (`structured_inputs`), first;
+    `structured=False` leaves them out (the plain random sample, for comparisons)."""
     start = time.perf_counter()
     reference = causal_program(root) if weights.causal else root
     numeric = weights.output_encoder is None or weights.output_encoder.values is None
@@ -164,33 +347,49 @@ def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: i
     bos = tokens.index(weights.input_encoder.bos)
     vocab_ids = np.array([next(i for i, t in enumerate(tokens) if t == v and type(t) is type(v))
                           for v in vocab], dtype=np.int64)
-    mode, count, batches = domain(len(vocab), max_len, samples, seed)
-    report = Report(mode, inputs=count)
+    mode, count, batches = domain(len(vocab), max_len, samples, seed, min_len)
+    coverage = None
+    if mode == "sampled":
+        coverage = Coverage(random=count)
+        if structured:
+            extra, coverage = structured_inputs(reference, vocab, max_len, seed, min_len)
+            coverage.random = count
+            count += sum(len(rows) for rows in extra.values())
+            batches = itertools.chain(_batches(extra), batches)
+    report = Report(mode, inputs=count, coverage=coverage)
     bar = tqdm(total=count, desc=f"validating ({mode})", unit="input", disable=not progress,
                leave=False)
     for rows in batches:
         bar.update(len(rows))
-        inputs = [[vocab[i] for i in row] for row in rows.tolist()]
-        ids = np.concatenate([np.full((len(rows), 1), bos), vocab_ids[rows]], axis=1)
-        expected = interpret(reference, inputs)
-        outputs = [("the weights' NumPy forward", run_ids(weights, ids))]
-        if tracr_forward is not None:
-            outputs.append(("tracr's model", tracr_forward(ids)))
-        for i, want in enumerate(expected):
-            if want is None:
-                report.undefined += 1
-                continue
-            report.compared += 1
-            for who, got in outputs:
-                for position, (a, b) in enumerate(zip(got[i], want)):
-                    same, error = _agree(a, b, numeric)
-                    if numeric:
-                        report.max_numeric_error = max(report.max_numeric_error, error)
-                    if not same and report.disagreement is None:
-                        report.disagreement = Disagreement(inputs[i], position, b, a,
-                                                           "the interpreter", who)
+        _compare(report, reference, rows, vocab, vocab_ids, bos, numeric, weights,
+                 tracr_forward)
         if report.disagreement is not None:
             break
     bar.close()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _compare(report: Report, reference: g.SOp, rows: np.ndarray, vocab: Sequence[Any],
+             vocab_ids: np.ndarray, bos: int, numeric: bool, weights: Transformer,
+             tracr_forward: Callable[[np.ndarray], list[list]] | None) -> None:
+    """One batch of inputs of one length: the outputs compared, into `report`."""
+    inputs = [[vocab[i] for i in row] for row in rows.tolist()]
+    ids = np.concatenate([np.full((len(rows), 1), bos), vocab_ids[rows]], axis=1)
+    expected = interpret(reference, inputs)
+    outputs = [("the weights' NumPy forward", run_ids(weights, ids))]
+    if tracr_forward is not None:
+        outputs.append(("tracr's model", tracr_forward(ids)))
+    for i, want in enumerate(expected):
+        if want is None:
+            report.undefined += 1
+            continue
+        report.compared += 1
+        for who, got in outputs:
+            for position, (a, b) in enumerate(zip(got[i], want)):
+                same, error = _agree(a, b, numeric)
+                if numeric:
+                    report.max_numeric_error = max(report.max_numeric_error, error)
+                if not same and report.disagreement is None:
+                    report.disagreement = Disagreement(inputs[i], position, b, a,
+                                                       "the interpreter", who)

@@ -54,11 +54,13 @@ def test_sort_of_integers_compiles(driver, library):
 
 
 def test_large_domains_are_sampled(driver, library):
-    # 10 tokens, length <= 5: 111,110 inputs > 10^5, so a seeded sample of the given size.
+    # 10 tokens, length <= 5: 111,110 inputs > 10^5, so a seeded sample of the given size,
+    # plus the structured inputs (test_tracr_validation_coverage.py).
     result = driver.compile_program(library("histogram.rasp", "hist"), list("abcdefghij"), 5,
                                     samples=300, tracr_oracle=False)
     report = result.report
-    assert report.ok and report.mode == "sampled" and report.compared == 300
+    assert report.ok and report.mode == "sampled" and report.coverage.random == 300
+    assert report.compared == 300 + report.coverage.structured + report.coverage.edge_case
     assert result.weights.metadata["tracr_compile"]["validation"]["mode"] == "sampled"
 
 
