@@ -30,8 +30,10 @@ from .pipeline import BOS, PAD, Compiled
 
 def residual_space(compiled: Compiled) -> bases.VectorSpaceWithBasis:
     """tracr's residual space: the craft model's plus tokens, indices and output."""
+    # A gated model also gates its plain ReLU units, by `one` (_mlp): it must be there.
+    one = bases.VectorSpaceWithBasis([bases.BasisDirection("one")] if compiled.gated else [])
     return bases.join_vector_spaces(compiled.craft_model.residual_space, compiled.tokens_space,
-                                    compiled.indices_space, compiled.output_space)
+                                    compiled.indices_space, compiled.output_space, one)
 
 
 def _projection(space: bases.VectorSpaceWithBasis,
@@ -115,10 +117,14 @@ def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBl
     live = [i for i in units if np.any(w2[i] != 0)]
     if not gate_of:
         return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims))
-    one = np.zeros(residual.num_dims)
-    one[residual.index_by_direction[bases.BasisDirection("one")]] = 1.0
-    gates = np.stack([w1[:, gate_of[hidden.basis[i]]] if hidden.basis[i] in gate_of else one
-                      for i in live], axis=1) if live else np.zeros((residual.num_dims, 0))
+    def gate(i: int) -> np.ndarray:
+        if hidden.basis[i] in gate_of:
+            return w1[:, gate_of[hidden.basis[i]]]
+        one = np.zeros(residual.num_dims)  # in a gated model's residual (residual_space)
+        one[residual.index_by_direction[bases.BasisDirection("one")]] = 1.0
+        return one
+    gates = (np.stack([gate(i) for i in live], axis=1) if live
+             else np.zeros((residual.num_dims, 0)))
     return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims),
                     w_gate=np.ascontiguousarray(gates), b_gate=np.zeros(len(live)))
 

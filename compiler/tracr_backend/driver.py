@@ -64,7 +64,7 @@ from ..weights import AttentionBlock, Transformer, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
 from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: for the CLI)
 from .pipeline import Compiled, compile_graph  # noqa: E402
-from .continuous import NumericDomain  # noqa: E402
+from .continuous import NumericDomain  # noqa: E402,F401 (for the CLI)
 from .runtime import COMPILE_KEY, NUMERIC, compile_info  # noqa: E402
 from .validate import BATCH, DEFAULT_SAMPLES, Report, validate  # noqa: E402
 from .validate_numeric import validate_numeric  # noqa: E402

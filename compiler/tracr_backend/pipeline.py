@@ -6,7 +6,7 @@
 4. `expr_to_craft_graph.add_craft_components_to_rasp_graph`, tracr's, for stock nodes; the
    nodes that get rasp-sim blocks (signed maps, aggregates with rasp-sim defaults) hide
    behind a non-s-op placeholder while it runs, then receive their blocks (blocks.py);
-5. `craft_graph_to_model.craft_graph_to_model`, tracr's layer allocation;
+5. allocate.py: own layer allocation (tracr's walks every path of the graph);
 6. assemble.py: own assembly to the weight format, and tracr's assembler with its two
    fixes as the oracle.
 """
@@ -17,13 +17,14 @@ from typing import Any, Sequence
 
 import networkx as nx
 import numpy as np
-from tracr.compiler import craft_graph_to_model, expr_to_craft_graph, nodes, rasp_to_graph
+from tracr.compiler import expr_to_craft_graph, nodes, rasp_to_graph
 from tracr.craft import bases, transformers
 from tracr.rasp import rasp
 
 from rasp_sim import graph as g
 
 from . import blocks
+from .allocate import allocate
 from .bases import DEFAULT, SCALE, SIGNED, annotate_graph, typed
 from .continuous import NumericDomain, PolyMap, SoftmaxPick, poly_units
 from .checks import Unsupported, check_vocab
@@ -127,7 +128,7 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
         graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id, bos_direction,
                                                              causal)
     _keep_bos_clean(graph, bos_direction)
-    craft_model = craft_graph_to_model.craft_graph_to_model(graph, extracted.sources)
+    craft_model = allocate(graph)
     return Compiled(translation, graph, extracted.sink, craft_model, vocab_values, max_len,
                     causal, exactness, min_len, numeric)
 

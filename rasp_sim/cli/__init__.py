@@ -45,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Options whose value may start with '-' (a vocabulary such as -1,0,1): argparse reads
+# Options whose value may start with "-" (a vocabulary such as -1,0,1, a range -5,5): argparse reads
 # such a value as an unknown option unless it is written --vocab=-1,0,1.
-DASH_VALUE_OPTIONS = ("--vocab",)
+DASH_VALUE_OPTIONS = ("--vocab", "--token-range")
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> set[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from ..errors import RaspError
@@ -26,11 +27,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "not written (exit 1) unless --force.")
     compile_parser.add_argument("file", help="the .rasp program")
     compile_parser.add_argument("--name", required=True, help="the s-op to compile")
-    compile_parser.add_argument("--vocab", required=True, metavar="V1,V2,...",
-                                help="the input vocabulary, comma-separated, as the program's "
-                                "tokens read it (e.g. 1,2,3 for tokens_int)")
+    tokens = compile_parser.add_mutually_exclusive_group(required=True)
+    tokens.add_argument("--vocab", metavar="V1,V2,...",
+                        help="the input vocabulary, comma-separated, as the program's tokens "
+                        "read it (e.g. 1,2,3 for tokens_int)")
+    tokens.add_argument("--numeric-tokens", action="store_true",
+                        help="real-valued tokens: each token's value enters the residual "
+                        "stream linearly (read them with tokens_float); maps of them are "
+                        "lowered as exact polynomials, sums and softmax as heads")
     compile_parser.add_argument("--max-len", required=True, type=int, metavar="N",
                                 help="the longest input sequence")
+    compile_parser.add_argument("--min-len", type=int, default=None, metavar="N",
+                                help="the shortest input sequence (default 1; numeric "
+                                "models default to --max-len): the model is built and "
+                                "validated for lengths min-len..max-len only")
+    compile_parser.add_argument("--token-range", metavar="LO,HI", default="-1000,1000",
+                                help="with --numeric-tokens: the values the model accepts "
+                                "(default -1000,1000); it bounds the softmax heads' scores, "
+                                "and run --weights refuses values outside it")
     compile_parser.add_argument("--causal", action="store_true",
                                 help="causal attention: every selector only sees keys k <= q "
                                 "(validated against that program)")
@@ -92,12 +106,20 @@ def run_compile(args: argparse.Namespace) -> int:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = _program(args.file, args.name)
-    entries = args.vocab.split(",") if args.vocab else []  # --vocab "" is empty
-    vocab = driver.parse_vocab(entries, driver.tokens_kind(root))
+    numeric = None
+    if args.numeric_tokens:
+        low, high = _token_range(args.token_range)
+        min_len = args.max_len if args.min_len is None else args.min_len
+        numeric = driver.NumericDomain(min_len, args.max_len, low, high)
+        vocab: list = []
+    else:
+        entries = args.vocab.split(",") if args.vocab else []  # --vocab "" is empty
+        vocab = driver.parse_vocab(entries, driver.tokens_kind(root))
     result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
                                     samples=args.samples, seed=args.seed,
                                     progress=sys.stderr.isatty(), program=args.file,
-                                    name=args.name, tracr_oracle=args.check_tracr)
+                                    name=args.name, tracr_oracle=args.check_tracr,
+                                    min_len=args.min_len or 1, numeric=numeric)
     output = args.output or f"{args.name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
@@ -121,6 +143,16 @@ def run_compile(args: argparse.Namespace) -> int:
               if result.report.disagreement else "warning: written UNVALIDATED (--force)",
               file=sys.stderr)
     return 0
+
+
+def _token_range(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--token-range {text!r}: expected LO,HI, two numbers") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+        raise UsageError(f"--token-range {text!r}: expected finite LO <= HI")
+    return low, high
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -1,0 +1,196 @@
+"""Numeric-token models (continuous.py): the library's linear algebra and attention as
+weights, checked against NumPy on random real inputs.
+
+Tolerance: |model - NumPy| <= 1e-9 * max(1, max|NumPy|) per output. Every block is exact up
+to one rounding per product and sum (ReGLU units, gathers whose leaked weights underflow
+to 0, softmax computed by the forward pass itself), so a model differs from NumPy by a few
+ulps times the operations on a path (observed <= 1e-14 relative); 1e-9 leaves a margin of
+about 10^5 and is far below what a wrong coefficient, mask or lost term would give."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+pytest.importorskip("tracr")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "programs"))
+
+from lib_refs import attention_ref, encoder_ref, layout, mha_ref, softmax_rows  # noqa: E402
+
+from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
+from rasp_sim.compiler.tracr_backend.continuous import NumericDomain  # noqa: E402
+from rasp_sim.compiler.tracr_backend.runtime import run_weights  # noqa: E402
+
+TOLERANCE = 1e-9
+
+
+def compiled(driver, library_node, name, length, samples=200):
+    root = library_node(name)
+    result = driver.compile_program(root, [], length, tracr_oracle=False, samples=samples,
+                                    numeric=NumericDomain(length, length, -1000, 1000))
+    assert result.report.ok, result.report.disagreement and result.report.disagreement.describe()
+    return result
+
+
+@pytest.fixture(scope="module")
+def numeric_node(library):
+    return lambda name: library("numeric.rasp", name)
+
+
+def close(got, want):
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    assert got.shape == want.shape
+    error = np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want))))
+    assert error <= TOLERANCE, f"relative error {error:.3g}"
+    return error
+
+
+def test_transpose_is_bit_exact(driver, numeric_node):
+    result = compiled(driver, numeric_node, "transpose_2x3", 6)
+    assert result.weights.metadata["tracr_compile"]["layers"] == 1  # = rasp-sim analyse
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        a = rng.normal(size=(2, 3))
+        assert run_weights(result.weights, [a.ravel().tolist()])[0] == a.T.ravel().tolist()
+
+
+@pytest.mark.parametrize("name, r, k, c, length", [("matmul_2x3x2", 2, 3, 2, 12),
+                                                   ("matmul_3x3x3", 3, 3, 3, 18)])
+def test_matmul_against_numpy(driver, numeric_node, name, r, k, c, length):
+    result = compiled(driver, numeric_node, name, length)
+    assert result.weights.metadata["tracr_compile"]["layers"] == 2  # = rasp-sim analyse
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        a, b = rng.normal(size=(r, k)), rng.normal(size=(k, c))
+        out = run_weights(result.weights, [layout(a, b, length=length)])[0]
+        close(out[:r * c], (a @ b).ravel())
+        assert out[r * c:] == [0.0] * (length - r * c)
+
+
+@pytest.mark.parametrize("name", ["softmax_2x3", "softmax_unshifted_2x3"])
+def test_softmax_against_numpy(driver, numeric_node, name):
+    result = compiled(driver, numeric_node, name, 6)
+    rng = np.random.default_rng(3)
+    for scale in (1.0, 10.0, 100.0):
+        s = rng.normal(size=(2, 3)) * scale
+        close(run_weights(result.weights, [s.ravel().tolist()])[0], softmax_rows(s).ravel())
+
+
+def test_shifted_softmax_does_not_overflow_where_the_unshifted_one_fails(driver, numeric_node):
+    result = compiled(driver, numeric_node, "softmax_2x3", 6)
+    s = np.array([[800.0, 799.0, 0.0], [-900.0, 0.0, 1.0]])
+    close(run_weights(result.weights, [s.ravel().tolist()])[0], softmax_rows(s).ravel())
+
+
+def test_determinant_against_numpy(driver, numeric_node):
+    result = compiled(driver, numeric_node, "determinant_3x3", 9)
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        m = rng.normal(size=(3, 3))
+        out = run_weights(result.weights, [m.ravel().tolist()])[0]
+        close(out, [np.linalg.det(m)] * 9)
+
+
+def test_inverse_is_refused_with_the_reason(driver, numeric_node):
+    with pytest.raises(Unsupported, match="divides by a real-valued s-op") as refusal:
+        driver.compile_program(numeric_node("inverse_3x3"), [], 9, tracr_oracle=False,
+                               numeric=NumericDomain(9, 9, -10, 10))
+    assert refusal.value.span is not None
+
+
+@pytest.mark.parametrize("name, norm", [("attention_2", softmax_rows),
+                                        ("attention_unshifted_2", softmax_rows),
+                                        ("attention_linear_2", lambda s: s)])
+def test_single_head_U_against_numpy(driver, numeric_node, name, norm):
+    result = compiled(driver, numeric_node, name, 16)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        x, wq, wk, wv = (rng.normal(size=(2, 2)) for _ in range(4))
+        out = run_weights(result.weights, [layout(x, wq, wk, wv, length=16)])[0]
+        close(out[:4], attention_ref(x, wq, wk, wv, 1.0, norm).ravel())
+
+
+@pytest.mark.slow
+def test_single_and_multi_head_U_at_size_4(driver, numeric_node):
+    rng = np.random.default_rng(6)
+    single = compiled(driver, numeric_node, "attention_4", 64, samples=50)
+    x, wq, wk, wv = (rng.normal(size=(4, 4)) for _ in range(4))
+    out = run_weights(single.weights, [layout(x, wq, wk, wv, length=64)])[0]
+    close(out[:16], attention_ref(x, wq, wk, wv, 0.5).ravel())
+    multi = compiled(driver, numeric_node, "multihead_4", 144, samples=20)
+    heads = [tuple(rng.normal(size=(4, 4)) for _ in range(3)) for _ in range(2)]
+    wo = rng.normal(size=(8, 4))
+    out = run_weights(multi.weights, [layout(x, *[w for h in heads for w in h], wo, length=144)])[0]
+    close(out[:16], mha_ref(x, heads, wo, 0.5).ravel())
+
+
+def test_multi_head_U_against_numpy(driver, numeric_node):
+    result = compiled(driver, numeric_node, "multihead_2", 36)
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 2))
+    heads = [tuple(rng.normal(size=(2, 2)) for _ in range(3)) for _ in range(2)]
+    wo = rng.normal(size=(4, 2))
+    out = run_weights(result.weights, [layout(x, *[w for h in heads for w in h], wo, length=36)])[0]
+    close(out[:4], mha_ref(x, heads, wo, 1.0).ravel())
+
+
+def test_encoder_layer_against_numpy(driver, numeric_node):
+    result = compiled(driver, numeric_node, "encoder_2", 32)
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(2, 2))
+    heads = [tuple(rng.normal(size=(2, 2)) for _ in range(3))]
+    wo, w1, b1, w2, b2 = (rng.normal(size=s) for s in ((2, 2), (2, 2), (2,), (2, 2), (2,)))
+    blocks = [x, *heads[0], wo, w1, b1, w2, b2]
+    out = run_weights(result.weights, [layout(*blocks, length=32)])[0]
+    close(out[:4], encoder_ref(x, heads, wo, w1, b1, w2, b2, 1.0, "none").ravel())
+
+
+def test_layer_norm_is_refused_with_the_reason(driver, numeric_node):
+    with pytest.raises(Unsupported, match="divides by a real-valued s-op|'sqrt'"):
+        driver.compile_program(numeric_node("encoder_post_ln_2"), [], 32, tracr_oracle=False,
+                               numeric=NumericDomain(32, 32, -10, 10))
+
+
+# ------------------------------------------------------------------ the lowering itself
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=6, max_size=6), st.integers(1, 5))
+def test_random_polynomials_are_exact(driver, program, coefficients, length):
+    a, b, c, d, e, f = coefficients
+    source = (f"x = tokens_float; m = aggregate(select(indices, indices, <=), x);"
+              f"y = ({a} * x * x + {b} * x + {c}) if indices < 2 else ({d} * x * m + {e} * m - {f});")
+    root = program(source, "y")
+    result = driver.compile_program(root, [], length, tracr_oracle=False, samples=50,
+                                    numeric=NumericDomain(1, length, -100, 100))
+    assert result.report.ok
+    rng = np.random.default_rng(length)
+    x = rng.normal(size=length)
+    m = np.cumsum(x) / np.arange(1, length + 1)
+    want = np.where(np.arange(length) < 2, a * x * x + b * x + c, d * x * m + e * m - f)
+    close(run_weights(result.weights, [x.tolist()])[0], want)
+
+
+def test_relu_is_one_mlp_and_exact(driver, program):
+    root = program("x = tokens_float; y = 0 if x < 0 else x;", "y")
+    result = driver.compile_program(root, [], 4, tracr_oracle=False,
+                                    numeric=NumericDomain(1, 4, -10, 10))
+    assert result.report.ok and result.weights.metadata["tracr_compile"]["layers"] == 1
+    assert run_weights(result.weights, [[-1.5, 2.25, 0.0]]) == [[0.0, 2.25, 0.0]]
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("x = tokens_float; y = 1 if x < 0 else 0;", "not continuous"),
+    ("x = tokens_float; y = x / (x * x + 1);", "divides by a real-valued s-op"),
+    ("x = tokens_float; y = exp(x);", "'exp'"),
+    ("x = tokens_float; y = aggregate(select(x, x, <), x, 0);", "select's keys or queries"),
+    ("x = tokens_float; e = exp(x); s = sum(select(indices, indices, !=), e, 0); y = e / s;",
+     "without selecting itself"),
+])
+def test_what_has_no_exact_lowering_is_refused(driver, program, source, reason):
+    with pytest.raises(Unsupported, match=reason):
+        driver.compile_program(program(source, "y"), [], 3, tracr_oracle=False,
+                               numeric=NumericDomain(3, 3, -10, 10))
