@@ -112,6 +112,7 @@ class ContinuousLowering:
 
     numeric: NumericDomain | None
     static: StaticValues | None
+    read_by_maps_only: set[int]  # ids of the nodes every consumer of which is a Map
 
     # -- which nodes are continuous
     def continuous(self, node: g.Node) -> bool:
@@ -174,8 +175,11 @@ class ContinuousLowering:
         return out
 
     def _fusable_continuous(self, node: g.SOp) -> bool:
+        """A continuous map read only by maps may be computed inside each region that
+        reads it (a polynomial is cheap to recompute; a layer is not), except exp, which
+        only a softmax's quotient lowers."""
         return (isinstance(node, g.Map) and self.continuous(node)
-                and self.consumers.get(id(node), 0) == 1 and not self._is_exp(node))
+                and id(node) in self.read_by_maps_only and not self._is_exp(node))
 
     @staticmethod
     def _is_exp(node: g.SOp) -> bool:

@@ -67,7 +67,7 @@ from .pipeline import Compiled, compile_graph  # noqa: E402
 from .continuous import NumericDomain  # noqa: E402,F401 (for the CLI)
 from .runtime import COMPILE_KEY, NUMERIC, compile_info  # noqa: E402
 from .validate import BATCH, DEFAULT_SAMPLES, Report, validate  # noqa: E402
-from .validate_numeric import validate_numeric  # noqa: E402
+from .validate_numeric import NUMERIC_SAMPLES, validate_numeric  # noqa: E402,F401
 
 
 def _jax() -> ModuleType:
@@ -254,7 +254,7 @@ def _failure(report: Report) -> ValidationFailed:
                             f"interpreter fails on all {report.undefined}); nothing to validate")
 
 
-def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int = DEFAULT_SAMPLES,
+def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int | None = None,
            seed: int = 0, progress: bool = False) -> Report:
     """Re-run the validation of a weights file (or loaded weights) against a program
     (NumPy and interpreter). Whether the file says validated is the caller's concern
@@ -264,9 +264,11 @@ def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int = DEFAUL
     if info["tokens_kind"] == NUMERIC:
         low, high = info["token_range"]
         domain = NumericDomain(info["min_len"], info["max_len"], low, high)
-        report = validate_numeric(root, weights, domain, samples=samples, seed=seed)
+        report = validate_numeric(root, weights, domain, samples=samples or NUMERIC_SAMPLES,
+                                  seed=seed)
     else:
-        report = validate(root, weights, info["vocab"], info["max_len"], samples=samples,
+        report = validate(root, weights, info["vocab"], info["max_len"],
+                          samples=samples or DEFAULT_SAMPLES,
                           seed=seed, progress=progress, min_len=info.get("min_len", 1))
     if not report.ok:
         raise _failure(report)

@@ -20,6 +20,7 @@ Each expression carries the span of its node (annotation SPAN) for error message
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -35,7 +36,7 @@ from rasp_sim.errors import RaspError
 from . import patterns
 from .atoms import atom_function, total
 from .bases import DEFAULT, SCALE, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
-from .checks import Unsupported, check_graph, describe, tokens_kind
+from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
                          SoftmaxPick, poly_bound, positions_coefficient, region_failure,
                          terms_of, used_leaves)
@@ -57,9 +58,12 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int =
     """`root` as a tracr program over `vocab` (values as the program's tokens see them),
     or over real-valued tokens (`numeric`, vocab unused) of lengths min_len..max_len."""
     check_graph(root)
-    consumers = {id(n): d for n, d in g.to_networkx(root).out_degree()}
+    network = g.to_networkx(root)
+    consumers = {id(n): d for n, d in network.out_degree()}
     translator = _Translator(ValueSets(vocab, max_len), consumers,
                              StaticValues(min_len, max_len), numeric)
+    translator.read_by_maps_only = {id(n) for n in network
+                                    if all(isinstance(u, g.Map) for u in network.successors(n))}
     sink = translator.sop(root)
     if sink is rasp.tokens or sink is rasp.indices:  # the output is an input: copy it by an
         # MLP into its own output space (tracr's layer allocation needs at least one block)
@@ -88,6 +92,8 @@ class _Translator(ContinuousLowering):
         self.continuity: dict[int, bool] = {}
         self.bounds: dict[int, float] = {}
         self.regions: dict[int, Region] = {}
+        self.expansions: dict[int, tuple[list[g.SOp], Callable[..., Any]]] = {}
+        self.value_memo: dict[int, frozenset | None] = {}
         self.consumers = consumers  # how many nodes use each node (fusion needs exactly 1)
         self.memo: dict[int, rasp.SOp] = {}
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
@@ -199,7 +205,11 @@ class _Translator(ContinuousLowering):
     def _expanded(self, node: g.Map) -> tuple[list[g.SOp], Callable[..., Any]]:
         """The node as one function of s-ops further down: a fusable input is replaced by
         its own inputs when the fused lookup table is no larger than the two it replaces
-        (`length - indices - 1`, `a if a > b else b`: one MLP each)."""
+        (`length - indices - 1`, `a if a > b else b`: one MLP each). Memoised, and sized
+        by `values_of` without translating anything, so a chain of n maps costs O(n)
+        (trial translations nested exponentially: a 50-map chain did not finish)."""
+        if id(node) in self.expansions:
+            return self.expansions[id(node)]
         varying, apply = self._operands(node)
         changed = True
         while changed:
@@ -219,18 +229,40 @@ class _Translator(ContinuousLowering):
                                     [_position(merged, x) for x in inner])
                 varying, changed = merged, True
                 break
+        self.expansions[id(node)] = varying, apply
         return varying, apply
 
     def _table(self, nodes: Sequence[g.SOp]) -> float:
-        """Rows of a lookup table over `nodes` (categorically); inf if too large to know.
-        Translates them on trial only: a node translated here could no longer be fused."""
-        saved = dict(self.memo), dict(self.converted), dict(self.tuples)
-        try:
-            return math.prod(len(self.value_sets.of(self.as_encoding(n, CAT))) for n in nodes)
-        except Unsupported:
-            return math.inf
-        finally:
-            self.memo, self.converted, self.tuples = saved
+        """Rows of a lookup table over `nodes` (categorically); inf if too large to know."""
+        sizes = [self.values_of(n) for n in nodes]
+        return math.inf if any(v is None for v in sizes) else math.prod(len(v) for v in sizes)
+
+    def values_of(self, node: g.SOp) -> frozenset | None:
+        """The node's categorical values (bases.typed), or None if unknown or too many.
+        A Map's are the image of its inputs' (memoised per node: fusion never changes a
+        node's values); other nodes' come from their translation's value set."""
+        if id(node) in self.value_memo:
+            return self.value_memo[id(node)]
+        value = self.constant(node)
+        result: frozenset | None
+        if value is not _CONSTANT:
+            result = frozenset([typed(value)])
+        elif isinstance(node, g.Map) and patterns.selector_width_of(node) is None \
+                and not self.continuous(node):
+            inputs = [self.values_of(x) for x in node.inputs]
+            if any(v is None for v in inputs) or math.prod(len(v) for v in inputs) > MAX_TABLE:
+                result = None
+            else:
+                image = total(atom_function(node))
+                values = {image(*combo) for combo in itertools.product(*inputs)} - {None}
+                result = frozenset(values) if len(values) <= MAX_VALUE_SET else None
+        else:
+            try:
+                result = frozenset(self.value_sets.of(self.as_encoding(node, CAT)))
+            except Unsupported:
+                result = None
+        self.value_memo[id(node)] = result
+        return result
 
     def _map(self, node: g.Map) -> rasp.SOp:
         varying, apply = self._expanded(node)

@@ -25,6 +25,10 @@ from .continuous import NumericDomain
 from .runtime import run_weights
 from .validate import Disagreement, Report, _agree, causal_program, interpret
 
+# Random inputs per numeric validation by default: the domain is infinite, so the sample
+# is the second line (the lowering is exact by construction) and is kept to a second or so.
+NUMERIC_SAMPLES = 300
+
 
 def numeric_inputs(domain: NumericDomain, samples: int, seed: int) -> list[list[float]]:
     """The sample: per length, the structured inputs and about samples / lengths random ones."""

@@ -77,9 +77,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_validation_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--samples", type=int, default=10_000, metavar="K",
+    parser.add_argument("--samples", type=int, default=None, metavar="K",
                         help="random inputs to validate on when the domain has more than "
-                        "100000 (default 10000)")
+                        "100000 (default 10000; numeric-token models: 300 per length range, "
+                        "their domain is never exhausted)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -102,7 +103,7 @@ def _backend():  # type: ignore[no-untyped-def]
 
 
 def run_compile(args: argparse.Namespace) -> int:
-    if args.samples < 1:
+    if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = _program(args.file, args.name)
@@ -112,11 +113,13 @@ def run_compile(args: argparse.Namespace) -> int:
         min_len = args.max_len if args.min_len is None else args.min_len
         numeric = driver.NumericDomain(min_len, args.max_len, low, high)
         vocab: list = []
+        samples = args.samples or driver.NUMERIC_SAMPLES
     else:
         entries = args.vocab.split(",") if args.vocab else []  # --vocab "" is empty
         vocab = driver.parse_vocab(entries, driver.tokens_kind(root))
+        samples = args.samples or driver.DEFAULT_SAMPLES
     result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
-                                    samples=args.samples, seed=args.seed,
+                                    samples=samples, seed=args.seed,
                                     progress=sys.stderr.isatty(), program=args.file,
                                     name=args.name, tracr_oracle=args.check_tracr,
                                     min_len=args.min_len or 1, numeric=numeric)
@@ -156,7 +159,7 @@ def _token_range(text: str) -> tuple[float, float]:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    if args.samples < 1:
+    if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = _program(args.file, args.name)
