@@ -42,6 +42,17 @@ def source_line(span: Span) -> str | None:
     return None
 
 
+def quote(span: Span) -> list[str]:
+    """The span's source line and a caret under it (nothing if the source is unknown)."""
+    line = source_line(span)
+    if line is None:
+        return []
+    width = 1
+    if span.end_line == span.line:
+        width = max(1, span.end_column - span.column)
+    return [f"    {line}", "    " + " " * (span.column - 1) + "^" * width]
+
+
 class RaspError(Exception):
     """Base class of every user-facing error. `span` may be None for input-data errors."""
 
@@ -51,6 +62,7 @@ class RaspError(Exception):
         super().__init__(message)
         self.message = message
         self.span = span
+        self.notes: list[str] = []  # printed after the source line, e.g. where in a library
 
     def with_span(self, span: Span | None) -> "RaspError":
         """Attach `span` if this error has none yet; returns self."""
@@ -61,16 +73,9 @@ class RaspError(Exception):
     def format(self) -> str:
         """`file:line:col: kind: message`, then the source line and a caret."""
         if self.span is None:
-            return f"{self.kind}: {self.message}"
+            return "\n".join([f"{self.kind}: {self.message}", *self.notes])
         head = f"{self.span}: {self.kind}: {self.message}"
-        line = source_line(self.span)
-        if line is None:
-            return head
-        width = 1
-        if self.span.end_line == self.span.line:
-            width = max(1, self.span.end_column - self.span.column)
-        caret = " " * (self.span.column - 1) + "^" * width
-        return f"{head}\n    {line}\n    {caret}"
+        return "\n".join([head, *quote(self.span), *self.notes])
 
     def __str__(self) -> str:
         return self.format()

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 
 from ..errors import RaspError
 from ..graph import SOp
@@ -118,11 +119,14 @@ def run_compile(args: argparse.Namespace) -> int:
         entries = args.vocab.split(",") if args.vocab else []  # --vocab "" is empty
         vocab = driver.parse_vocab(entries, driver.tokens_kind(root))
         samples = args.samples or driver.DEFAULT_SAMPLES
-    result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
-                                    samples=samples, seed=args.seed,
-                                    progress=sys.stderr.isatty(), program=args.file,
-                                    name=args.name, tracr_oracle=args.check_tracr,
-                                    min_len=args.min_len or 1, numeric=numeric)
+    try:
+        result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
+                                        samples=samples, seed=args.seed,
+                                        progress=sys.stderr.isatty(), program=args.file,
+                                        name=args.name, tracr_oracle=args.check_tracr,
+                                        min_len=args.min_len or 1, numeric=numeric)
+    except driver.Unsupported as refusal:
+        raise _at_call_site(refusal, args.file, args.name) from None
     output = args.output or f"{args.name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
@@ -146,6 +150,29 @@ def run_compile(args: argparse.Namespace) -> int:
               if result.report.disagreement else "warning: written UNVALIDATED (--force)",
               file=sys.stderr)
     return 0
+
+
+def _at_call_site(error: RaspError, file: str, name: str) -> RaspError:
+    """A refusal located in a loaded library is reported at the user's statement that
+    binds `name` (the call that led there), with the library's line as a note."""
+    if error.span is None or Path(error.span.file).resolve() == Path(file).resolve():
+        return error
+    from ..ast import Assign
+    from ..errors import quote
+    from ..parser import parse
+
+    try:
+        program = parse(Path(file).read_text(encoding="utf-8"), file)
+    except (OSError, UnicodeDecodeError, RaspError):
+        return error
+    binding = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
+    if not binding:
+        return error
+    library = error.span
+    error.message = f"{error.message} (at {library}, in a loaded library)"
+    error.notes = [f"  note: {library}:", *quote(library), *error.notes]
+    error.span = binding[-1].span
+    return error
 
 
 def _token_range(text: str) -> tuple[float, float]:

@@ -194,3 +194,36 @@ def test_what_has_no_exact_lowering_is_refused(driver, program, source, reason):
     with pytest.raises(Unsupported, match=reason):
         driver.compile_program(program(source, "y"), [], 3, tracr_oracle=False,
                                numeric=NumericDomain(3, 3, -10, 10))
+
+
+# ------------------------------------------------------------------ through the CLI
+
+def test_compile_and_run_numeric_weights_through_the_cli(tmp_path, capsys):
+    from rasp_sim.cli import main
+
+    model = tmp_path / "mm.safetensors"
+    example = Path(__file__).resolve().parents[2] / "examples" / "compile" / "numeric.rasp"
+    assert main(["compile", str(example), "--name", "matmul_2x3x2", "--numeric-tokens",
+                 "--max-len", "12", "--token-range", "-5,5", "-o", str(model)]) == 0
+    assert "validated sampled (real inputs)" in capsys.readouterr().out
+    a, b = np.arange(6.0).reshape(2, 3) / 4, -np.arange(6.0).reshape(3, 2) / 8
+    assert main(["run", "--weights", str(model), "--json", "--input",
+                 str(layout(a, b, length=12))]) == 0
+    out = __import__("json").loads(capsys.readouterr().out)["output"]
+    close(out[:4], (a @ b).ravel())
+    # outside the declared range: refused before running
+    assert main(["run", "--weights", str(model), "--input", str([6.0] * 12)]) == 1
+    assert "range" in capsys.readouterr().err
+
+
+def test_a_refusal_inside_the_library_points_at_the_callers_line(capsys):
+    from rasp_sim.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "compile" / "numeric.rasp"
+    assert main(["compile", str(example), "--name", "inverse_3x3", "--numeric-tokens",
+                 "--max-len", "9", "-o", "/dev/null"]) == 1
+    err = capsys.readouterr().err
+    head, *rest = err.splitlines()
+    assert head.startswith(f"{example}:") and "divides by a real-valued s-op" in head
+    assert "inverse_3x3 = inverse3(x);" in rest[0]
+    assert any("note:" in line and "linalg.rasp:" in line for line in rest)
