@@ -204,3 +204,141 @@ def mutated_programs(draw) -> str:
         else:
             text = text[:at] + draw(_MUTATION_ALPHABET) + text[at:]
     return text
+
+
+# ------------------------------------------------------- programs the compiler should take
+
+_COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
+
+
+class _Compilable:
+    """The names a compilable program has bound so far, by type: numeric s-ops (ints, and
+    the floats of means), boolean s-ops and selectors."""
+
+    def __init__(self) -> None:
+        self.numbers = ["x", "indices", "length"]
+        self.fractions: set[str] = set()  # numbers computed from a mean: many values
+        self.bools: list[str] = []
+        self.selectors: list[str] = []
+        self.selector_reads: dict[str, set[str]] = {}  # selector -> means-derived s-ops
+        self.lines = ["x = tokens_int;"]
+        self.fresh = 0
+
+    def bind(self, kind: list[str], text: str) -> str:
+        self.fresh += 1
+        name = f"v{self.fresh}"
+        self.lines.append(f"{name} = {text};")
+        kind.append(name)
+        return name
+
+
+def _number(draw, p: _Compilable) -> str:
+    # Recent names more often: chains (mean -> map -> select) are what exposes bugs.
+    if draw(st.booleans()):
+        return p.numbers[-1]
+    return draw(st.sampled_from(p.numbers))
+
+
+def _operand(draw, p: _Compilable) -> str:
+    return draw(st.sampled_from(("0", "1", "2"))) if draw(st.integers(0, 3)) == 0 \
+        else _number(draw, p)
+
+
+def _selector(draw, p: _Compilable, depth: int = 2, read: set | None = None) -> str:
+    # One composite select is one head whose keys (and queries) are the tuple of its
+    # leaves' s-ops: two of them computed from means make a tuple of |values|^2 (a
+    # minute of compiling), so a selector reads at most one such s-op (`read`).
+    read = set() if read is None else read
+    kind = draw(st.sampled_from(("leaf", "leaf", "leaf", "and", "or", "not", "bound")))
+    bound = [n for n in p.selectors if len(read | p.selector_reads[n]) <= 1]
+    if kind == "bound" and bound:
+        name = draw(st.sampled_from(bound))
+        read |= p.selector_reads[name]
+        return name
+    if kind in ("and", "or") and depth > 0:
+        return (f"({_selector(draw, p, depth - 1, read)} {kind} "
+                f"{_selector(draw, p, depth - 1, read)})")
+    if kind == "not" and depth > 0:
+        return f"(not {_selector(draw, p, depth - 1, read)})"
+    sides = []
+    for _ in range(2):
+        side = _operand(draw, p)
+        if side in p.fractions and read - {side}:
+            side = draw(st.sampled_from([n for n in p.numbers if n not in p.fractions]))
+        if side in p.fractions:
+            read.add(side)
+        sides.append(side)
+    return f"select({sides[0]}, {sides[1]}, {draw(st.sampled_from(_COMPARISONS))})"
+
+
+def _compilable_statement(draw, p: _Compilable) -> None:
+    kind = draw(st.sampled_from(("arith", "arith", "compare", "where", "select", "mean",
+                                 "mean", "categorical", "categorical", "width", "width")))
+    if kind == "arith":
+        a = _number(draw, p)
+        # Two operands computed from means make a table of |values|^2 rows (tens of
+        # thousands: minutes in tracr's MLP assembly), so at most one of them is.
+        b = _number(draw, p) if a not in p.fractions else draw(st.sampled_from(
+            [n for n in p.numbers if n not in p.fractions]))
+        text, read = draw(st.sampled_from((
+            (f"{a} + {b}", (a, b)), (f"{a} - {b}", (a, b)), (f"({a} + {b}) % 3", (a, b)),
+            (f"{a} - 1", (a,)), (f"{a} * 2", (a,)), (f"round(2 * {a})", ()))))
+        name = p.bind(p.numbers, text)
+        if any(n in p.fractions for n in read):
+            p.fractions.add(name)
+    elif kind == "compare":
+        p.bind(p.bools, f"{_number(draw, p)} {draw(st.sampled_from(_COMPARISONS))} "
+                        f"{_operand(draw, p)}")
+    elif kind == "where" and p.bools:
+        a, b = _number(draw, p), _operand(draw, p)
+        text, read = draw(st.sampled_from((
+            (f"indicator({draw(st.sampled_from(p.bools))})", ()),
+            (f"{a} if {draw(st.sampled_from(p.bools))} else {b}", (a, b)))))
+        name = p.bind(p.numbers, text)
+        if any(n in p.fractions for n in read):
+            p.fractions.add(name)
+    elif kind == "select":
+        read: set[str] = set()
+        text = _selector(draw, p, read=read)
+        p.selector_reads[p.bind(p.selectors, text)] = read
+    elif kind == "mean":  # a numerical head, with rasp-sim's default (0 unless given)
+        default = draw(st.sampled_from(("", ", 0", ", 1", ", -1", ", 0.5")))
+        # Not a mean of means: thousands of values, whose conversion to categorical
+        # exhausts memory in tracr's MLP construction.
+        values = draw(st.sampled_from([n for n in p.numbers if n not in p.fractions]))
+        p.fractions.add(p.bind(p.numbers, f"aggregate({_selector(draw, p)}, "
+                                          f"{values}{default})"))
+    elif kind == "categorical":  # at most one key: a categorical head, any default
+        where = draw(st.sampled_from(("indices - 1", "indices + 1", "length - indices - 1")))
+        where = where if draw(st.booleans()) else _number(draw, p)
+        if p.bools and draw(st.booleans()):
+            default = draw(st.sampled_from(("", ", True", ", False")))
+            p.bind(p.bools, f"aggregate(select(indices, {where}, ==), "
+                            f"{draw(st.sampled_from(p.bools))}{default})")
+        else:
+            default = draw(st.sampled_from(("", ", 0", ", -1", ", 3")))
+            values = _number(draw, p)
+            name = p.bind(p.numbers, f"aggregate(select(indices, {where}, ==), "
+                                     f"{values}{default})")
+            if values in p.fractions:
+                p.fractions.add(name)
+    else:
+        p.bind(p.numbers, f"selector_width({_selector(draw, p)})")
+
+
+@st.composite
+def compilable_programs(draw, max_statements: int = 5) -> str:
+    """Text of a random program over `tokens_int` (as `x`) in the fragment the tracr
+    backend lowers: arithmetic and comparison maps, selects with and/or/not, numerical
+    means with default 0 or another, categorical aggregates (at most one key) with
+    numeric or boolean defaults, selector widths; later statements read earlier ones, so
+    means feed maps and selects. The program's value is bound to `y`."""
+    p = _Compilable()
+    for _ in range(draw(st.integers(1, max_statements))):
+        _compilable_statement(draw, p)
+    last = p.lines[-1].split(" = ")[0]
+    if last in p.selectors or last == "x":  # a selector is no output: read it
+        last = p.bind(p.numbers, f"selector_width({p.selectors[-1]})" if p.selectors
+                      else "x + 1")
+    p.lines.append(f"y = {last};")
+    return "\n".join(p.lines) + "\n"
