@@ -7,16 +7,13 @@ exhaustive; the property: refused with a reason and a location, or validated on 
 input of the declared domain. A generator that mostly gets refused would prove nothing,
 so at least half of the programs must validate.
 
-Known miscompiles (all around BOS, the position a head attends to when its selection is
-empty): the shapes in `KNOWN_BOS_SHAPES` are listed, with minimal programs, in the xfail
-test at the end; a random program that fails validation AND has one of those shapes is
-counted, not failed. Every other failure fails the test. Remove `_known_bos_shape` once
-the lowering fixes land (the xfail test then passes).
+The BOS miscompiles these programs found (an aggregate's default, or a value written at
+BOS, reaching a later select, aggregate or map) are fixed in the lowering
+(blocks.py, the BOS invariant); their minimal programs are regression tests at the end.
 """
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -24,54 +21,14 @@ from hypothesis import strategies as st
 
 pytest.importorskip("tracr")
 
-from rasp_sim import graph as g  # noqa: E402
-from rasp_sim.compiler.tracr_backend import patterns  # noqa: E402
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.tracr_backend.validate import domain_size  # noqa: E402
 
 from program_strategy import compilable_programs  # noqa: E402
 
-KNOWN_BOS_SHAPES = {
-    "select_on_aggregate": "an aggregate (categorical, or a mean converted to categorical) "
-                           "read by a select as keys or queries",
-    "aggregate_of_aggregate": "an aggregate whose values are another aggregate",
-    "map_of_aggregate": "an aggregate read by a map (besides the library's length and "
-                        "selector_width)",
-}
-
-
-def _aggregates_read(node: g.SOp) -> Iterator[g.Aggregate]:
-    """The aggregates `node` reads through maps only; `length` and `selector_width`
-    (lowered to tracr's SelectorWidth, not to an aggregate) are not counted."""
-    stack, seen = [node], set()
-    while stack:
-        current = stack.pop()
-        if id(current) in seen or patterns.selector_width_of(current) is not None:
-            continue
-        seen.add(id(current))
-        if isinstance(current, g.Aggregate):
-            yield current
-        elif isinstance(current, g.Map):
-            stack.extend(current.inputs)
-
-
-def _known_bos_shape(root: g.SOp) -> str | None:
-    """Which of KNOWN_BOS_SHAPES the program has, if any."""
-    for node in g.ancestors(root):
-        if isinstance(node, g.Select) and any(
-                True for side in (node.keys, node.queries) for _ in _aggregates_read(side)):
-            return "select_on_aggregate"
-        if isinstance(node, g.Aggregate) and any(True for _ in _aggregates_read(node.values)):
-            return "aggregate_of_aggregate"
-        if isinstance(node, g.Map) and patterns.selector_width_of(node) is None and any(
-                True for x in node.inputs for _ in _aggregates_read(x)):
-            return "map_of_aggregate"
-    return None
-
-
 def _outcome(driver, program, text: str, size: int, max_len: int) -> str:
-    """Compile and validate; 'refused', 'validated' or 'known BOS miscompile' (any
-    other outcome fails)."""
+    """Compile and validate: 'refused' (with a reason and a location) or 'validated' on
+    the whole domain; any other outcome fails."""
     root = program(text, "y")
     try:
         result = driver.compile_program(root, list(range(size)), max_len, tracr_oracle=False)
@@ -83,12 +40,9 @@ def _outcome(driver, program, text: str, size: int, max_len: int) -> str:
     assert report.mode == "exhaustive" and report.inputs == domain_size(size, max_len)
     if report.ok:
         return "validated"
-    assert report.disagreement is not None, f"{text}nothing compared"
-    shape = _known_bos_shape(root)
-    assert shape is not None, f"{text}vocab 0..{size - 1}, max-len {max_len}: " \
-                              f"{report.disagreement.describe()}"
-    event(f"known BOS miscompile: {shape}")
-    return "known BOS miscompile"
+    assert report.disagreement is None, f"{text}vocab 0..{size - 1}, max-len {max_len}: " \
+                                        f"{report.disagreement.describe()}"
+    raise AssertionError(f"{text}nothing compared")
 
 
 def _check_random_programs(driver, program, examples: int) -> None:
@@ -114,8 +68,8 @@ def test_many_random_programs_are_refused_or_validated_on_their_whole_domain(dri
     _check_random_programs(driver, program, 500)
 
 
-# Minimal programs of the known miscompiles, found by the random programs above
-# (vocab 0..2, max-len 3; exhaustive validation). Non-strict: they pass once fixed.
+# Minimal programs of the miscompiles the random programs found before the BOS fixes
+# (vocab 0..2, max-len 3; exhaustive validation).
 BOS_MISCOMPILES = [
     pytest.param("m = aggregate(select(indices, indices, <=), x);\n"
                  "y = aggregate(select(m, x, <), x, 5);", id="mean-as-select-key"),
@@ -137,13 +91,9 @@ BOS_MISCOMPILES = [
 ]
 
 
-@pytest.mark.xfail(strict=False, reason="BOS: an empty selection's default, or a value "
-                   "written at BOS, reaches a later select, aggregate or map wrongly "
-                   "(lowering fix pending on main)")
 @pytest.mark.parametrize("body", BOS_MISCOMPILES)
-def test_known_bos_miscompiles(driver, program, body):
+def test_former_bos_miscompiles_validate(driver, program, body):
     text = f"x = tokens_int;\n{body}\n"
     root = program(text, "y")
-    assert _known_bos_shape(root) is not None  # the random test's exemption covers it
     result = driver.compile_program(root, [0, 1, 2], 3, tracr_oracle=False)
     assert result.report.ok, result.report.disagreement.describe()
