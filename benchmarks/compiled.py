@@ -44,10 +44,14 @@ from rasp_sim.compiler.tracr_backend.runtime import run_ids
 from rasp_sim.compiler.weights import Transformer
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "examples" / "compile"
-# (name in examples/compile/numeric.rasp, the sequence length its layout needs)
-NUMERIC_ROWS = (("transpose_2x3", 6), ("matmul_3x3x3", 18), ("softmax_2x3", 6),
-                ("determinant_3x3", 9), ("attention_2", 16), ("multihead_2", 36),
-                ("encoder_2", 32))
+# (name in examples/compile/numeric.rasp, the sequence length its layout needs, from
+# examples/compile/numeric.tsv)
+_LENGTHS = {name: int(length) for _, name, _, length in
+            (line.split("\t") for line in (PROGRAMS / "numeric.tsv").read_text().splitlines()
+             if line and not line.startswith("#"))}
+NUMERIC_ROWS = tuple((name, _LENGTHS[name]) for name in (
+    "transpose_2x3", "matmul_3x3x3", "softmax_2x3", "determinant_3x3", "attention_2",
+    "multihead_2", "encoder_2"))
 QUICK_NUMERIC = ("transpose_2x3", "softmax_2x3", "determinant_3x3")
 
 
