@@ -88,12 +88,14 @@ class ValueSets:
         self.vocab = frozenset(typed(v) for v in vocab)
         self.max_len = max_len
         self.memo: dict[str, frozenset] = {}
+        self.runs: dict[str, list[list[Any]]] = {}  # near-equal values merged, per label
 
     def of(self, expr: rasp.SOp) -> frozenset:
         if expr.label not in self.memo:
             values = self._compute(expr)
             if rasp.is_numerical(expr):
-                values = merge_close(values)
+                self.runs[expr.label] = [r for r in close_runs(values) if len(r) > 1]
+                values = {run[0] for run in close_runs(values)}
             if len(values) > MAX_VALUE_SET:
                 raise Unsupported(_name(expr), f"takes {len(values)} distinct values, above the "
                                   f"limit {MAX_VALUE_SET} for a categorical basis or a "
@@ -109,7 +111,9 @@ class ValueSets:
         if isinstance(expr, rasp.SelectorWidth):
             return set(range(self.max_len + 1))
         if isinstance(expr, rasp.Map):
-            return {y for y in map(expr.f, self.of(expr.inner)) if y is not None}
+            inputs = self.of(expr.inner)
+            self._check_runs(expr)
+            return {y for y in map(expr.f, inputs) if y is not None}
         if isinstance(expr, rasp.SequenceMap):
             left, right = self.of(expr.fst), self.of(expr.snd)
             if len(left) * len(right) > MAX_TABLE:
@@ -124,6 +128,22 @@ class ValueSets:
                 return values | ({typed(default)} if default is not None else set())
             return self._means(expr, values, 0 if default is None else default)
         raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
+
+    def _check_runs(self, expr: rasp.Map) -> None:
+        """A discretising MLP gives every value of a run of near-equal numbers (float sums in
+        different orders: 0.2 and 0.20000000000000004) the same output, since no float64
+        step can separate them. That is right only if the program's function agrees on
+        the run; where it does not, the program's value depends on float rounding, and the
+        model would be wrong on some inputs whatever representative it kept."""
+        for run in self.runs.get(expr.inner.label, []):
+            outputs = [(m, y) for m in run if (y := expr.f(m)) is not None]
+            first = outputs[0][1] if outputs else None
+            for m, y in outputs[1:]:
+                if not _same_value(plain(y), plain(first)):
+                    raise Unsupported(_name(expr), f"its value depends on float rounding: "
+                                      f"{outputs[0][0]!r} and {m!r}, which a compiled model "
+                                      "cannot tell apart (they differ in the last bits), "
+                                      f"give {plain(first)!r} and {plain(y)!r}", _span(expr))
 
     def _means(self, expr: rasp.Aggregate, values: set, default: Any) -> set:
         """All means of 1..max_len selected values, and the empty row's default, as
@@ -148,13 +168,29 @@ MERGE_TOLERANCE = 1e-9
 MAX_EXACTNESS = 1e6
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal, or numbers within validation's tolerance (1e-9 relative): what validation
+    accepts as the same output."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    if numbers:
+        return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(b))
+    return a == b and type(a) is type(b)
+
+
+def close_runs(values: Iterable[Any]) -> list[list[Any]]:
+    """The values in sorted runs of numbers each within MERGE_TOLERANCE of the previous."""
+    runs: list[list[Any]] = []
+    for v in sorted(values):
+        if runs and abs(v - runs[-1][-1]) <= MERGE_TOLERANCE * max(1.0, abs(v)):
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return runs
+
+
 def merge_close(values: Iterable[Any]) -> set:
     """One representative (the smallest) of every run of numbers within MERGE_TOLERANCE."""
-    kept: list[Any] = []
-    for v in sorted(values):
-        if not kept or abs(v - kept[-1]) > MERGE_TOLERANCE * max(1.0, abs(v)):
-            kept.append(v)
-    return set(kept)
+    return {run[0] for run in close_runs(values)}
 
 
 def needs_value_set(graph: nx.DiGraph, node_id: str) -> bool:

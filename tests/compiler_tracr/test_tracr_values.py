@@ -71,3 +71,23 @@ def test_a_program_that_is_its_input(driver, program):
     result = driver.compile_program(root, ["a", "b"], 3)
     assert result.report.ok
     assert run_weights(result.weights, [["b", "a"]]) == [["b", "a"]]
+
+
+def test_a_map_whose_value_depends_on_float_rounding_is_refused_at_compile_time(driver, program):
+    # Means of 0.1, 0.2, 0.3 reach 0.2 and 0.19999999999999998 (sums in different orders):
+    # no float64 step separates them, but `m == 0.2` gives True and False. Keeping one of
+    # them as the grid point made the model wrong on the others, whichever was kept, and a
+    # sampled validation could miss it: it is now refused where it happens.
+    root = program("x = tokens_float; m = aggregate(select(indices, indices, <=), x);"
+                   "y = m == 0.2;", "y")
+    with pytest.raises(Unsupported, match="depends on float rounding") as refusal:
+        driver.compile_program(root, [0.1, 0.2, 0.3], 4, tracr_oracle=False)
+    assert refusal.value.span is not None and "0.2" in refusal.value.message
+
+
+def test_near_equal_means_that_the_map_does_not_tell_apart_compile(driver, program):
+    # 10 * m differs between them only in the last bits: within validation's tolerance.
+    root = program("x = tokens_float; m = aggregate(select(indices, indices, <=), x);"
+                   "y = m * 10;", "y")
+    result = driver.compile_program(root, [0.1, 0.2, 0.3], 4, tracr_oracle=False)
+    assert result.report.ok
