@@ -216,3 +216,23 @@ def softmax_pick(score: bases.BasisDirection, query_space: bases.VectorSpaceWith
     units = [({bases.BasisDirection(weights_name, d.value): 1.0}, {d: 1.0})
              for d in indices_space.basis]
     return transformers.SeriesWithResiduals([head, reglu_mlp(units, output_space, label)])
+
+
+def unique_clean_bos_unit(block: transformers.SeriesWithResiduals, label: str
+                          ) -> transformers.SeriesWithResiduals:
+    """tracr's selector width with its BOS-cleaning hidden unit renamed after `label`.
+
+    tracr names that unit "_hidden_clean_bos_" in every selector width, so two selector
+    widths in one layer share it once their MLPs are combined in parallel: the unit then
+    reads BOS twice and subtracts both blocks' vectors twice, leaving -1 at BOS in each
+    output (a later head keyed on either then matches BOS: a miscompile found by the
+    random-program test)."""
+    attention, mlp = block.blocks
+    def rename(space: bases.VectorSpaceWithBasis) -> bases.VectorSpaceWithBasis:
+        return bases.VectorSpaceWithBasis([
+            bases.BasisDirection(f"_hidden_clean_bos_{label}", d.value)
+            if d.name == "_hidden_clean_bos_" else d for d in space.basis])
+    hidden = rename(mlp.fst.output_space)
+    first = vectorspace_fns.Linear(mlp.fst.input_space, hidden, mlp.fst.matrix)
+    second = vectorspace_fns.Linear(hidden, mlp.snd.output_space, mlp.snd.matrix)
+    return transformers.SeriesWithResiduals([attention, transformers.MLP(first, second)])

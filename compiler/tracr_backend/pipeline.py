@@ -139,7 +139,9 @@ def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> N
     for node_id in graph.nodes:
         node = graph.nodes[node_id]
         expr, block = node[nodes.EXPR], node.get(nodes.MODEL_BLOCK)
-        if isinstance(expr, rasp.Map) and rasp.is_numerical(expr.inner) \
+        if isinstance(expr, rasp.SelectorWidth):
+            node[nodes.MODEL_BLOCK] = blocks.unique_clean_bos_unit(block, expr.label)
+        elif isinstance(expr, rasp.Map) and rasp.is_numerical(expr.inner) \
                 and isinstance(block, transformers.MLP):
             node[nodes.MODEL_BLOCK] = blocks.gated_at_bos(block, bos_direction, ONE)
         elif isinstance(block, transformers.AttentionHead):

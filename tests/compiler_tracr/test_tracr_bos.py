@@ -79,3 +79,13 @@ def test_the_oracle_agrees_on_the_fixed_blocks(driver, program):
     root = program(MEAN_AS_KEY, "y")
     result = driver.compile_program(root, list(range(4)), 4)
     assert result.report.ok
+
+
+def test_two_selector_widths_in_one_layer_keep_bos_clean(driver, program):
+    # tracr names every selector width's BOS-cleaning unit alike: two in one layer shared
+    # it and left -1 at BOS in both outputs, so `select(v1, length, !=)` matched BOS on
+    # [0] (width 1 instead of 0). Found by the random-program test.
+    root = program("v1 = selector_width(select(indices, indices, ==));"
+                   "y = selector_width(select(v1, length, !=));", "y")
+    result = driver.compile_program(root, [0, 1], 3)
+    assert result.report.ok and result.report.mode == "exhaustive"
