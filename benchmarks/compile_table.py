@@ -9,6 +9,7 @@ then run (NumPy forward) on 50 random standard-normal inputs and compared with N
 own computation of the construction: the largest error relative to max(1, max|NumPy|).
 
     python benchmarks/compile_table.py [classic|numeric|both] [--runs 3] [--only NAME ...]
+                                       [--check-tracr]
 """
 from __future__ import annotations
 
@@ -92,10 +93,12 @@ def rows(table: str) -> list[list[str]]:
     return [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def compile_once(file: str, name: str, vocab: str, max_len: str, out: Path) -> tuple[float, dict]:
+def compile_once(file: str, name: str, vocab: str, max_len: str, out: Path,
+                 check_tracr: bool = False) -> tuple[float, dict]:
     command = [sys.executable, "-m", "rasp_sim", "compile", str(EXAMPLES / file), "--name", name,
                "--max-len", max_len, "-o", str(out), "--json"]
     command += ["--numeric-tokens"] if vocab == "numeric" else [f"--vocab={vocab}"]
+    command += ["--check-tracr"] if check_tracr else []
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -109,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("which", nargs="?", default="both", choices=("classic", "numeric", "both"))
     parser.add_argument("--runs", type=int, default=3, help="runs per row; the median is shown")
     parser.add_argument("--only", nargs="*", help="only these names")
+    parser.add_argument("--check-tracr", action="store_true",
+                        help="compile with --check-tracr (tracr's model as a second oracle)")
     args = parser.parse_args(argv)
     tables = {"classic": ["table.tsv"], "numeric": ["numeric.tsv"],
               "both": ["table.tsv", "numeric.tsv"]}[args.which]
@@ -122,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                 times, summary = [], {}
                 for _ in range(args.runs):
                     seconds, summary = compile_once(file, name, vocab, max_len,
-                                                    Path(folder) / f"{name}.npz")
+                                                    Path(folder) / f"{name}.npz",
+                                                    args.check_tracr)
                     times.append(seconds)
                 if "error" in summary:
                     print(f"| {name} | refused: {summary['error']} |")
