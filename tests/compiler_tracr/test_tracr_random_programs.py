@@ -37,6 +37,8 @@ KNOWN_BOS_SHAPES = {
     "aggregate_of_aggregate": "an aggregate whose values are another aggregate",
     "map_of_aggregate": "an aggregate read by a map (besides the library's length and "
                         "selector_width)",
+    "select_between_widths": "a select whose keys and queries are two s-ops that read a "
+                             "selector_width or length, selecting no key for some query",
 }
 
 
@@ -55,9 +57,35 @@ def _aggregates_read(node: g.SOp) -> Iterator[g.Aggregate]:
             stack.extend(current.inputs)
 
 
+def _program_nodes(root: g.SOp) -> Iterator[g.Node]:
+    """The program's nodes as the compiler sees them: `length` and `selector_width` are
+    one node each (their library internals, maps of aggregates, are not visited)."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        width = patterns.selector_width_of(node) if isinstance(node, g.SOp) else None
+        stack.extend((width,) if width is not None else node.children())
+
+
+def _reads_width(node: g.SOp) -> bool:
+    """Whether `node` is, or reads through maps, a selector_width or `length`."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if patterns.selector_width_of(current) is not None:
+            return True
+        if isinstance(current, g.Map):
+            stack.extend(current.inputs)
+    return False
+
+
 def _known_bos_shape(root: g.SOp) -> str | None:
     """Which of KNOWN_BOS_SHAPES the program has, if any."""
-    for node in g.ancestors(root):
+    for node in _program_nodes(root):
         if isinstance(node, g.Select) and any(
                 True for side in (node.keys, node.queries) for _ in _aggregates_read(side)):
             return "select_on_aggregate"
@@ -66,6 +94,9 @@ def _known_bos_shape(root: g.SOp) -> str | None:
         if isinstance(node, g.Map) and patterns.selector_width_of(node) is None and any(
                 True for x in node.inputs for _ in _aggregates_read(x)):
             return "map_of_aggregate"
+        if isinstance(node, g.Select) and node.keys is not node.queries and \
+                _reads_width(node.keys) and _reads_width(node.queries):
+            return "select_between_widths"
     return None
 
 
@@ -134,6 +165,8 @@ BOS_MISCOMPILES = [
                  "y = round(2 * m);", id="map-of-mean-with-default"),
     pytest.param("c = aggregate(select(indices, length, ==), length);\n"
                  "y = c - 1 + x;", id="map-of-never-selecting-categorical-aggregate"),
+    pytest.param("w = selector_width(select(0, 0, ==));\n"
+                 "y = selector_width(select(length, w, !=));", id="empty-select-between-widths"),
 ]
 
 
