@@ -37,8 +37,8 @@ KNOWN_BOS_SHAPES = {
     "aggregate_of_aggregate": "an aggregate whose values are another aggregate",
     "map_of_aggregate": "an aggregate read by a map (besides the library's length and "
                         "selector_width)",
-    "select_between_widths": "a select whose keys and queries are two s-ops that read a "
-                             "selector_width or length, selecting no key for some query",
+    "select_on_width_keys": "a select whose keys read a selector_width or length (the "
+                            "BOS position's value can satisfy the predicate)",
 }
 
 
@@ -94,9 +94,8 @@ def _known_bos_shape(root: g.SOp) -> str | None:
         if isinstance(node, g.Map) and patterns.selector_width_of(node) is None and any(
                 True for x in node.inputs for _ in _aggregates_read(x)):
             return "map_of_aggregate"
-        if isinstance(node, g.Select) and node.keys is not node.queries and \
-                _reads_width(node.keys) and _reads_width(node.queries):
-            return "select_between_widths"
+        if isinstance(node, g.Select) and _reads_width(node.keys):
+            return "select_on_width_keys"
     return None
 
 
@@ -166,7 +165,11 @@ BOS_MISCOMPILES = [
     pytest.param("c = aggregate(select(indices, length, ==), length);\n"
                  "y = c - 1 + x;", id="map-of-never-selecting-categorical-aggregate"),
     pytest.param("w = selector_width(select(0, 0, ==));\n"
-                 "y = selector_width(select(length, w, !=));", id="empty-select-between-widths"),
+                 "y = selector_width(select(length, w, !=));", id="width-as-select-key"),
+    pytest.param("w = selector_width(select(0, 0, ==));\n"
+                 "v = selector_width(select(0, 0, ==) and select(w, 0, ==));\n"
+                 "y = length == v;",
+                 id="width-as-key-of-composite-select"),
 ]
 
 
