@@ -121,10 +121,10 @@ def _outcome(driver, program, text: str, size: int, max_len: int) -> str:
     return "known BOS miscompile"
 
 
-def _check_random_programs(driver, program, examples: int) -> None:
+def _check_random_programs(driver, program, examples: int, derandomize: bool) -> None:
     outcomes: Counter = Counter()
 
-    @settings(max_examples=examples, deadline=None,
+    @settings(max_examples=examples, deadline=None, derandomize=derandomize,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(compilable_programs(), st.integers(2, 4), st.integers(3, 5))
     def check(text: str, size: int, max_len: int) -> None:
@@ -136,12 +136,14 @@ def _check_random_programs(driver, program, examples: int) -> None:
 
 
 def test_random_programs_are_refused_or_validated_on_their_whole_domain(driver, program):
-    _check_random_programs(driver, program, 100)
+    # The same 100 programs every run, so that the default suite does not turn red on
+    # a new miscompile by chance; the slow variant draws new ones each run.
+    _check_random_programs(driver, program, 100, derandomize=True)
 
 
 @pytest.mark.slow
 def test_many_random_programs_are_refused_or_validated_on_their_whole_domain(driver, program):
-    _check_random_programs(driver, program, 500)
+    _check_random_programs(driver, program, 500, derandomize=False)
 
 
 # Minimal programs of the known miscompiles, found by the random programs above
