@@ -167,11 +167,11 @@ def covering_rows(vocab_size: int, n: int) -> np.ndarray:
 
 
 def _pool_rows(vocab_size: int, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Candidate rows of length n: every row of that length if there are at most 3 count,
-    else three families of about `count` rows each: one token everywhere but one position
-    (all of them if few), uniform rows, and rows over two or three random tokens, so that
-    tokens repeat."""
-    if vocab_size ** n <= 3 * count:
+    """Candidate rows of length n: every row of that length if there are at most 2 count,
+    else the rows with one token everywhere but at one position (all of them if at most
+    `count`, else `count` random ones) and `count` random rows, half uniform, half over
+    two or three random tokens, so that tokens repeat."""
+    if vocab_size ** n <= 2 * count:
         return np.array(list(itertools.product(range(vocab_size), repeat=n)), dtype=np.int64)
     families = [rng.integers(0, vocab_size, size=(count // 2, n))]
     if vocab_size > 1:  # one exception: an empty / one-key selection often needs just that

@@ -165,3 +165,13 @@ def test_causal_models_are_sampled_with_their_causal_selectors(driver, library):
     # each Select of the causal program is And(select, select(indices, indices, <=))
     assert report.coverage.selectors > len(v.program_selectors(library("histogram.rasp",
                                                                        "hist")))
+
+
+def test_edge_cases_come_from_inputs_the_program_is_defined_on(program):
+    # 10 / x fails wherever a token is 0: those pool inputs are left out, not an error.
+    root = program("x = tokens_int;\nz = 10 / x;\ny = selector_width(select(z, z, <));", "y")
+    rows, coverage = v.structured_inputs(root, VOCAB, MAX_LEN, seed=0)
+    assert coverage.edge_case > 0 and coverage.covered["one"] == coverage.selectors
+    for n, block in rows.items():
+        covering = v.covering_rows(len(VOCAB), n).tolist()
+        assert all(0 not in row for row in block.tolist() if row not in covering)
