@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -453,12 +454,37 @@ def weights_digest(header: dict, arrays: dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
+_NON_FINITE = "$float"  # JSON has no inf or nan: {"$float": "inf"} stands for one
+
+
+def _json_safe(value: Any) -> Any:
+    """`value` with every non-finite float (a vocabulary or output value inf, say) written
+    as {"$float": repr}, which `_from_json_safe` turns back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {_NON_FINITE: repr(value)}
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _from_json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {_NON_FINITE} and value[_NON_FINITE] in ("inf", "-inf", "nan"):
+            return float(value[_NON_FINITE])
+        return {k: _from_json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json_safe(v) for v in value]
+    return value
+
+
 def _stored_form(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
     """The header (its hash included) and the arrays, as `save` writes them."""
     header, arrays = _flatten(model)
     try:
         # the hash covers the header as a reader sees it (JSON turns e.g. int keys to strings)
-        header = json.loads(json.dumps(header, allow_nan=False))
+        header = json.loads(json.dumps(_json_safe(header), allow_nan=False))
     except (TypeError, ValueError) as error:
         raise WeightsError(f"metadata: not JSON-serialisable ({error})") from None
     header[HASH_KEY] = weights_digest(header, arrays)
@@ -523,7 +549,7 @@ def load(path: str | Path) -> Transformer:
                                f"{', '.join(map(str, READABLE_VERSIONS))})")
         # The arrays' own checks (shapes, finiteness) name the bad parameter; the hash then
         # catches any other change.
-        model = _unflatten(header, arrays)
+        model = _unflatten(_from_json_safe(header), arrays)
         if header["version"] >= 2 and header.get(HASH_KEY) != weights_digest(header, arrays):
             raise WeightsError(f"{path}: altered or corrupt: the weights' hash does not match "
                                "the one recorded")

@@ -91,3 +91,15 @@ def test_near_equal_means_that_the_map_does_not_tell_apart_compile(driver, progr
                    "y = m * 10;", "y")
     result = driver.compile_program(root, [0.1, 0.2, 0.3], 4, tracr_oracle=False)
     assert result.report.ok
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_an_infinite_token_and_output_survive_the_weights_file(driver, program, tmp_path,
+                                                               suffix):
+    # JSON has no inf: the vocabulary and the output encoder used to fail to serialise.
+    root = program("x = tokens_float; y = x;", "y")
+    vocab = driver.parse_vocab(["inf", "1.5", "-inf"], "float")
+    result = driver.compile_program(root, vocab, 2, tracr_oracle=False)
+    path = tmp_path / f"m{suffix}"
+    driver.write(result, path)
+    assert run_weights(str(path), [[float("inf"), 1.5]]) == [[float("inf"), 1.5]]
