@@ -96,3 +96,26 @@ def test_values_too_close_to_discretise_are_refused(program):
                    "tokens);\nc = m > 0;", "c", [0.0, 1e-7, 1.0])
     assert "apart; a discretising MLP after it cannot separate them" in text
     assert "prog.rasp:2:" in text
+
+
+def test_a_chain_of_fifty_maps_fuses_into_one_mlp(driver, program):
+    # Fusion used to size candidate tables by translating on trial, nested at every level:
+    # this chain did not finish in 600 s. Sized by memoised value sets it is one MLP.
+    lines = ["x = tokens_int;", "y0 = x + 1;"]
+    lines += [f"y{i} = (y{i - 1} * 3 + {i}) % 7;" for i in range(1, 50)]
+    result = driver.compile_program(program("\n".join(lines), "y49"), [0, 1, 2, 3], 4,
+                                    tracr_oracle=False)
+    assert result.report.ok and result.report.mode == "exhaustive"
+    assert result.weights.metadata["tracr_compile"]["layers"] == 1
+
+
+def test_a_chain_of_fifty_real_valued_maps_is_one_mlp(driver, program):
+    from rasp_sim.compiler.tracr_backend.continuous import NumericDomain
+
+    lines = ["x = tokens_float;", "y0 = x + 1;"]
+    lines += [f"y{i} = y{i - 1} * 0.5 + {i} if indices < {i % 5} else y{i - 1} - 1;"
+              for i in range(1, 50)]
+    result = driver.compile_program(program("\n".join(lines), "y49"), [], 6,
+                                    tracr_oracle=False, numeric=NumericDomain(1, 6, -10, 10))
+    assert result.report.ok
+    assert result.weights.metadata["tracr_compile"]["layers"] == 1
