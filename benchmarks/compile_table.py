@@ -100,7 +100,9 @@ def compile_once(file: str, name: str, vocab: str, max_len: str, out: Path,
     command += ["--numeric-tokens"] if vocab == "numeric" else [f"--vocab={vocab}"]
     command += ["--check-tracr"] if check_tracr else []
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    # run outside the repository: `python -m` puts the working directory first on
+    # sys.path, and the source tree's rasp_sim/ lacks the installed rasp_sim.compiler
+    done = subprocess.run(command, capture_output=True, text=True, cwd=out.parent)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         return seconds, {"error": done.stderr.strip().splitlines()[0] if done.stderr else "?"}
