@@ -163,6 +163,10 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     takes a fraction of a second instead of seconds (the CLI's default; `--check-tracr`
     adds the oracle)."""
     start = time.perf_counter()
+    if numeric is not None and tokens_kind(root) != "float":
+        raise Unsupported("--numeric-tokens", f"the program reads its tokens as "
+                          f"tokens_{tokens_kind(root)}; real-valued tokens are read with "
+                          "tokens_float")
     compiled = compile_graph(root, vocab, max_len, causal=causal, min_len=min_len,
                              numeric=numeric)
     if tracr_oracle and compiled.gated:

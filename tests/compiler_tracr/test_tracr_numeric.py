@@ -227,3 +227,27 @@ def test_a_refusal_inside_the_library_points_at_the_callers_line(capsys):
     assert head.startswith(f"{example}:") and "divides by a real-valued s-op" in head
     assert "inverse_3x3 = inverse3(x);" in rest[0]
     assert any("note:" in line and "linalg.rasp:" in line for line in rest)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--token-range", "5,1"], "LO <= HI"),
+    (["--token-range", "nan,1"], "finite"),
+    (["--token-range", "1,2,3"], "two numbers"),
+    (["--min-len", "0"], "min-len"),
+    (["--min-len", "9"], "min-len"),
+])
+def test_bad_numeric_options_are_clear_errors(tmp_path, capsys, argv, message):
+    from rasp_sim.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "compile" / "numeric.rasp"
+    code = main(["compile", str(example), "--name", "transpose_2x3", "--numeric-tokens",
+                 "--max-len", "6", "-o", str(tmp_path / "t.npz"), *argv])
+    assert code in (1, 2)
+    assert message in capsys.readouterr().err
+
+
+def test_numeric_tokens_need_tokens_float(driver, program):
+    with pytest.raises(Unsupported, match="tokens_float"):
+        driver.compile_program(program("y = aggregate(select(indices, indices, ==), tokens);",
+                                       "y"), [], 3, tracr_oracle=False,
+                               numeric=NumericDomain(1, 3, -1, 1))
