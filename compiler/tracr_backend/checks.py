@@ -43,7 +43,7 @@ def describe(node: g.Node) -> str:
 
 
 def check_graph(root: g.Node) -> None:
-    """Refuse the constructs that have no lowering at all, with the first one's span."""
+    """Refuse what no lowering can take: a selector as the output, several token kinds."""
     if not isinstance(root, g.SOp):
         raise Unsupported(describe(root), "only an s-op can be compiled (this is a selector)",
                           root.span)
@@ -56,14 +56,6 @@ def check_graph(root: g.Node) -> None:
                               f"({', '.join(sorted(kinds[id(node)]))}); a compiled model has "
                               "one token vocabulary, so use one of tokens_str/int/float/bool/"
                               "asis", node.span)
-    for node in g.ancestors(root):
-        problem = _problem(node)
-        if problem:
-            raise Unsupported(describe(node), problem, node.span)
-
-
-def _problem(node: g.Node) -> str | None:
-    return None
 
 
 def tokens_kind(root: g.SOp) -> str:
