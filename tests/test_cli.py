@@ -195,3 +195,17 @@ def test_several_inputs_after_one_flag(capsys):
     assert out.splitlines() == ['reverse("ab") = [b, a] (strings)',
                                 "reverse([1, 2, 3]) = [3, 2, 1] (strings)",  # tokens is tokens_str
                                 'reverse("c") = [c] (strings)']
+
+
+def test_the_cli_imports_neither_jax_nor_tracr(tmp_path):
+    # Heavy dependencies load inside the handlers that need them (compile, experiments),
+    # so `rasp-sim run` starts without them. A fresh interpreter, outside the repository
+    # (python -c puts the working directory first on sys.path).
+    import subprocess
+    import sys
+
+    code = ("import sys, rasp_sim.cli; rasp_sim.cli.build_parser(); "
+            "print(sorted(m for m in ('jax', 'tracr', 'haiku') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path).stdout
+    assert out.strip() == "[]"
