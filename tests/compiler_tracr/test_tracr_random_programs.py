@@ -60,13 +60,16 @@ def _check_random_programs(driver, program, examples: int, derandomize: bool) ->
 
 
 def test_random_programs_are_refused_or_validated_on_their_whole_domain(driver, program):
-    # The default suite checks the same programs every run; the slow run draws new ones.
+    # The same programs every run (derandomized), so CI's time and verdict are repeatable.
     _check_random_programs(driver, program, 100, derandomize=True)
 
 
 @pytest.mark.slow
 def test_many_random_programs_are_refused_or_validated_on_their_whole_domain(driver, program):
-    _check_random_programs(driver, program, 500, derandomize=False)
+    # Derandomized too: a fresh draw can hit a program that takes minutes to compile
+    # (one run of the slow suite took 570 s against 263 s for the run before). Explore
+    # new programs by running it with derandomize=False by hand.
+    _check_random_programs(driver, program, 500, derandomize=True)
 
 
 # Minimal programs of the miscompiles the random programs found before the BOS fixes
