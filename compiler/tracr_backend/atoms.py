@@ -10,6 +10,10 @@ from rasp_sim.errors import RaspError
 from .bases import plain, typed
 
 
+# Marks "not a constant" (a value may legitimately be None): _Translator.constant's answer.
+NOT_CONSTANT = object()
+
+
 def atom_function(node: g.Map) -> Callable[..., Any]:
     """The Map's operation on atoms, by rasp_sim.semantics (the one source of the rules)."""
     op, params = node.op, node.params

@@ -28,12 +28,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from tracr.craft import bases as craft_bases
 from tracr.rasp import rasp
 
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
-from .bases import SPAN, plain
+from .atoms import NOT_CONSTANT, atom_function
+from .bases import plain
 from .checks import MAX_TABLE, Unsupported, describe
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
@@ -210,7 +212,7 @@ class ContinuousLowering:
             if self.continuous(x):
                 if id(x) in inside:
                     self._collect_bases(x, inside, bases, seen)
-            elif self.constant(x) is _NOT_CONSTANT():
+            elif self.constant(x) is NOT_CONSTANT:
                 for b in self._base_function(x)[0]:
                     if all(b is not c for c in bases):
                         bases.append(b)
@@ -221,7 +223,7 @@ class ContinuousLowering:
             return memo[id(node)]
         if not self.continuous(node):
             value = self.constant(node)
-            if value is _NOT_CONSTANT():
+            if value is NOT_CONSTANT:
                 bases, fn = self._base_function(node)
                 try:
                     value = fn(*[env[id(b)] for b in bases])
@@ -235,7 +237,7 @@ class ContinuousLowering:
                 region.softmax[key] = parts
                 value = Poly.atom(("leaf", key))
             else:
-                value = apply_op(node, args, lambda values: _call(node, values))
+                value = apply_op(node, args, lambda values: atom_function(node)(*values))
         else:
             region.leaves[id(node)] = node
             value = Poly.atom(("leaf", id(node)))
@@ -270,7 +272,7 @@ class ContinuousLowering:
             return self.numeric.bound
         if not self.continuous(node):
             value = self.constant(node)
-            if value is not _NOT_CONSTANT():
+            if value is not NOT_CONSTANT:
                 return abs(float(value)) if isinstance(value, (int, float)) else 0.0
             values = [plain(v) for v in self.value_sets.of(self.as_encoding(node, CAT))]
             numbers = [abs(float(v)) for v in values if isinstance(v, (int, float))]
@@ -315,17 +317,7 @@ def _single_leaf(value: Any, region: Region) -> g.Node | None:
     return region.leaves.get(monomial[0][1])
 
 
-def _NOT_CONSTANT() -> Any:
-    from .translate import _CONSTANT
-    return _CONSTANT
-
-
 CAT = rasp.Encoding.CATEGORICAL
-
-
-def _call(node: g.Map, values: list[Any]) -> Any:
-    from .atoms import atom_function
-    return atom_function(node)(*values)
 
 
 def poly_bound(poly: Poly, leaf_bound: Callable[[Any], float]) -> float:
@@ -373,10 +365,6 @@ def used_leaves(terms: list[tuple[tuple, dict]]) -> set:
     return leaf_atoms(Poly({m: 1.0}) for m, _ in terms)
 
 
-def span_of(expr: rasp.RASPExpr) -> Any:
-    return expr.annotations[SPAN] if SPAN in expr.annotations else None
-
-
 def positions_coefficient(region: Region, terms: list[tuple[tuple, dict]], key: Any,
                           static: StaticValues) -> list[np.ndarray] | None:
     """Per length, per position: the coefficient with which the region uses leaf `key`
@@ -413,7 +401,7 @@ def poly_units(expr: PolyMap, leaf_direction: Callable[[Any], Any],
             return {one: c, bos: -c}
         gate: dict = {}
         for i, c in coefficients.items():
-            direction = _direction(base_label, expr.base_values[i])
+            direction = craft_bases.BasisDirection(base_label, expr.base_values[i])
             gate[direction] = gate.get(direction, 0.0) + scale * c
         return gate
 
@@ -441,7 +429,3 @@ def poly_units(expr: PolyMap, leaf_direction: Callable[[Any], Any],
                 units += [({x: 1.0}, {y: c}), ({x: -1.0}, {y: -c})]
     return units
 
-
-def _direction(label: str, value: Any) -> Any:
-    from tracr.craft import bases as craft_bases
-    return craft_bases.BasisDirection(label, value)

@@ -20,6 +20,8 @@ class StaticValues:
     def __init__(self, min_len: int, max_len: int):
         self.lengths = range(min_len, max_len + 1)
         self._static: dict[int, bool] = {}
+        # each selector's matrices, computed once: the softmax and shift checks ask per key
+        self._matrices: dict[int, list[np.ndarray]] = {}
 
     def is_static(self, node: g.Node) -> bool:
         """True iff the node's value does not depend on the tokens."""
@@ -35,7 +37,10 @@ class StaticValues:
 
     def matrices(self, selector: g.Selector) -> list[np.ndarray]:
         """The selector's (n, n) boolean matrix M[q][k] for every length n."""
-        return [self._values([selector], n)[0].astype(bool) for n in self.lengths]
+        if id(selector) not in self._matrices:
+            self._matrices[id(selector)] = [self._values([selector], n)[0].astype(bool)
+                                            for n in self.lengths]
+        return self._matrices[id(selector)]
 
     def columns(self, nodes: Sequence[g.SOp]) -> list[np.ndarray]:
         """For every length n, a (len(nodes), n) object array of the nodes' values."""

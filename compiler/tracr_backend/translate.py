@@ -34,7 +34,7 @@ from rasp_sim import semantics
 from rasp_sim.errors import RaspError
 
 from . import patterns
-from .atoms import atom_function, total
+from .atoms import NOT_CONSTANT, atom_function, total
 from .bases import DEFAULT, SCALE, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
@@ -71,7 +71,6 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int =
     return Translation(sink, translator.value_sets, tokens_kind(root))
 
 
-_CONSTANT = object()  # marks "not a constant" in _Translator.constant
 
 
 def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding | None = None,
@@ -110,7 +109,7 @@ class _Translator(ContinuousLowering):
 
     def _sop(self, node: g.SOp) -> rasp.SOp:
         value = self.constant(node)
-        if value is not _CONSTANT:  # a constant on its own: a map of tokens (one MLP)
+        if value is not NOT_CONSTANT:  # a constant on its own: a map of tokens (one MLP)
             stored = typed(value)
             carrier = rasp.tokens if self.numeric is None else rasp.indices  # categorical
             return _named(rasp.Map(lambda _: stored, carrier, simplify=False), node, CAT)
@@ -138,12 +137,12 @@ class _Translator(ContinuousLowering):
             return node.value
         if isinstance(node, g.Map):
             args = [self.constant(x) for x in node.inputs]
-            if all(a is not _CONSTANT for a in args):
+            if all(a is not NOT_CONSTANT for a in args):
                 try:
                     return atom_function(node)(*args)
                 except RaspError as error:
                     raise error.with_span(node.span)
-        return _CONSTANT
+        return NOT_CONSTANT
 
     def as_encoding(self, node: g.SOp, encoding: rasp.Encoding) -> rasp.SOp:
         """The node in `encoding`, through an explicit conversion map if needed."""
@@ -178,7 +177,7 @@ class _Translator(ContinuousLowering):
         fn = atom_function(node)
         varying: list[g.SOp] = []
         for x in node.inputs:
-            if self.constant(x) is _CONSTANT and all(x is not v for v in varying):
+            if self.constant(x) is NOT_CONSTANT and all(x is not v for v in varying):
                 varying.append(x)
         slots = [next((i for i, v in enumerate(varying) if v is x), None) for x in node.inputs]
         fixed = [self.constant(x) if s is None else None for x, s in zip(node.inputs, slots)]
@@ -196,7 +195,7 @@ class _Translator(ContinuousLowering):
         """A Map used only by one other Map may be folded into it (fewer MLP layers)."""
         if not isinstance(node, g.Map) or self.consumers.get(id(node), 0) != 1:
             return False
-        if id(node) in self.memo or self.constant(node) is not _CONSTANT:
+        if id(node) in self.memo or self.constant(node) is not NOT_CONSTANT:
             return False
         if patterns.selector_width_of(node) is not None:
             return False
@@ -245,7 +244,7 @@ class _Translator(ContinuousLowering):
             return self.value_memo[id(node)]
         value = self.constant(node)
         result: frozenset | None
-        if value is not _CONSTANT:
+        if value is not NOT_CONSTANT:
             result = frozenset([typed(value)])
         elif isinstance(node, g.Map) and patterns.selector_width_of(node) is None \
                 and not self.continuous(node):
@@ -376,7 +375,7 @@ class _Translator(ContinuousLowering):
             return False
         parts = (top.selector.left, top.selector.right)
         fixed = [p for p in parts if isinstance(p, g.Select) and self.constant(p.queries)
-                 is not _CONSTANT]
+                 is not NOT_CONSTANT]
         classes = [p for p in parts if self.static.is_static(p)]
         if not fixed or not classes or not self.static.is_static(sel):
             return False
@@ -405,7 +404,7 @@ class _Translator(ContinuousLowering):
         queries: list[g.SOp] = []
         for leaf in _leaves(sel):
             for side, found in ((leaf.keys, keys), (leaf.queries, queries)):
-                if self.constant(side) is _CONSTANT:
+                if self.constant(side) is NOT_CONSTANT:
                     self.refuse_continuous(side, "as a select's keys or queries")
                     for node in self._folded(side)[0]:
                         if all(node is not s for s in found):
@@ -449,7 +448,7 @@ class _Translator(ContinuousLowering):
 
     def _reader(self, side: g.SOp, found: list[g.SOp]) -> Callable[[tuple], Any]:
         value = self.constant(side)
-        if value is not _CONSTANT:
+        if value is not NOT_CONSTANT:
             return lambda t: value
         nodes, fn = self._folded(side)
         slots = [_position(found, n) for n in nodes]
@@ -469,7 +468,7 @@ class _Translator(ContinuousLowering):
         if id(node) in self.base_functions:
             return self.base_functions[id(node)]
         value = self.constant(node)
-        if value is not _CONSTANT:
+        if value is not NOT_CONSTANT:
             result: tuple[list[g.SOp], Callable[..., Any]] = ([], lambda: value)
         elif not isinstance(node, g.Map) or patterns.selector_width_of(node) is not None:
             result = ([node], lambda v: v)

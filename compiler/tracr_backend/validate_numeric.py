@@ -14,7 +14,6 @@ an unshifted softmax overflowing) are outside the program's domain and only coun
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
@@ -66,6 +65,3 @@ def validate_numeric(root: g.SOp, weights: Transformer, domain: NumericDomain, *
     report.seconds = time.perf_counter() - start
     return report
 
-
-def relative_error(a: Any, b: Any) -> float:
-    return abs(float(a) - float(b)) / max(1.0, abs(float(b)))
