@@ -199,13 +199,7 @@ def test_several_inputs_after_one_flag(capsys):
 
 def test_the_cli_imports_neither_jax_nor_tracr(tmp_path):
     # Heavy dependencies load inside the handlers that need them (compile, experiments),
-    # so `rasp-sim run` starts without them. A fresh interpreter, outside the repository
-    # (python -c puts the working directory first on sys.path).
-    import subprocess
-    import sys
+    # so `rasp-sim run` starts without them.
+    from heavy_imports import heavy_modules_after
 
-    code = ("import sys, rasp_sim.cli; rasp_sim.cli.build_parser(); "
-            "print(sorted(m for m in ('jax', 'tracr', 'haiku') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=tmp_path).stdout
-    assert out.strip() == "[]"
+    assert heavy_modules_after("import rasp_sim.cli; rasp_sim.cli.build_parser()", tmp_path) == []

@@ -1,0 +1,17 @@
+"""Which heavy modules a statement imports, in a fresh interpreter outside the repository
+(`python -c` puts the working directory first on sys.path, and the source tree's rasp_sim/
+has no `compiler`: it installs as rasp_sim.compiler)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("jax", "haiku", "tracr")
+
+
+def heavy_modules_after(statement: str, folder: Path) -> list[str]:
+    code = f"import sys; {statement}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=folder).stdout.strip()
+    return out.split(",") if out else []
