@@ -62,14 +62,14 @@ def layered_layout(picture: Drawing) -> Layout:
 def _reduce_crossings(graph: nx.DiGraph, rows: list[list[int]]) -> None:
     for sweep in range(_SWEEPS):
         downward = sweep % 2 == 0
-        order = range(1, len(rows)) if downward else range(len(rows) - 2, -1, -1)
-        for r in order:
+        neighbours = graph.predecessors if downward else graph.successors
+        for r in range(1, len(rows)) if downward else range(len(rows) - 2, -1, -1):
             fixed = {node: i for i, node in enumerate(rows[r - 1 if downward else r + 1])}
-            neighbours = graph.predecessors if downward else graph.successors
+            keys = [_barycentre([fixed[n] for n in neighbours(node) if n in fixed], i)
+                    for i, node in enumerate(rows[r])]
+            rows[r] = [node for _, node in sorted(zip(keys, rows[r]))]
 
-            def barycentre(node: int, position: int) -> float:
-                placed = [fixed[n] for n in neighbours(node) if n in fixed]
-                return sum(placed) / len(placed) if placed else position
 
-            rows[r] = [node for _, node in sorted(
-                ((barycentre(node, i), node) for i, node in enumerate(rows[r])))]
+def _barycentre(placed: list[int], position: int) -> float:
+    """The mean position of a node's placed neighbours; its own position if it has none."""
+    return sum(placed) / len(placed) if placed else position
