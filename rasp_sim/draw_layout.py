@@ -42,7 +42,7 @@ def layered_layout(picture: Drawing) -> Layout:
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(picture.labels)))
     graph.add_edges_from((edge.tail, edge.head) for edge in picture.edges)
-    level = {}
+    level: dict[int, int] = {}
     for node in nx.topological_sort(graph):
         same_layer = [level[p] + 1 for p in graph.predecessors(node)
                       if picture.layers[p] == picture.layers[node]]
