@@ -13,8 +13,8 @@ temperature error that no amount of precision removes. In exact mode (Fractions)
 linear-algebra constructions and U without softmax are compared with exact rational
 arithmetic; their error is 0 by construction, and the table shows that it is.
 
-Writes error_analysis.md (a Markdown table) and error_analysis.png (needs matplotlib:
-`pip install ".[bench]"`) into --out, and prints the table.
+Writes error_analysis.md (a Markdown table) and error_analysis.png into --out, and prints
+the table.
 """
 from __future__ import annotations
 

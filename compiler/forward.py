@@ -114,6 +114,7 @@ def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
     if xp is not np:
         hidden = ACTIVATION_FUNCTIONS[block.activation](matmul(x, block.w1, xp) + block.b1, xp)
         if block.gated:
+            assert block.w_gate is not None  # a gated block has its gate (weights.py)
             hidden = hidden * (matmul(x, block.w_gate, xp) + block.b_gate)
         return matmul(hidden, block.w2, xp) + block.b2
     # NumPy: row chunks whose hidden layer (the largest array) stays in cache, the same
@@ -128,6 +129,7 @@ def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
         hidden = np.maximum(pre, 0.0, out=pre) if block.activation == "relu" \
             else ACTIVATION_FUNCTIONS[block.activation](pre, np)
         if block.gated:
+            assert block.w_gate is not None
             gate = matmul(flat[start:start + step], block.w_gate, np)
             gate += block.b_gate
             hidden *= gate  # hidden is fresh (pre, or a new array; "linear" returns pre)
@@ -216,10 +218,15 @@ def _written_columns(block: AttentionBlock | MLPBlock) -> np.ndarray | None:
 def _narrowed(block: AttentionBlock | MLPBlock, cols: np.ndarray) -> AttentionBlock | MLPBlock:
     """The block with its output restricted to the residual columns `cols`."""
     if isinstance(block, MLPBlock):
-        return replace(block, w2=block.w2[:, cols], b2=block.b2[cols])
+        return replace(block, w2=_dense(block.w2)[:, cols], b2=block.b2[cols])
     return replace(block, heads=tuple(
-        replace(head, w_v=head.w_v[:, cols]) if head.w_o is None
-        else replace(head, w_o=head.w_o[:, cols]) for head in block.heads))
+        replace(head, w_v=_dense(head.w_v)[:, cols]) if head.w_o is None
+        else replace(head, w_o=_dense(head.w_o)[:, cols]) for head in block.heads))
+
+
+def _dense(matrix: np.ndarray | SparseMatrix) -> np.ndarray:
+    assert isinstance(matrix, np.ndarray), "output columns are narrowed in dense blocks only"
+    return matrix
 
 
 def _final_stream_in_place(model: Transformer, stream: np.ndarray) -> np.ndarray:

@@ -11,22 +11,11 @@ the node would: which error, and which span, since copies keep their spans.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from . import graph
 from .errors import RaspError, RaspRuntimeError, Span
 from .evaluate import evaluate
-
-# The fields holding the children of each node type, in `children()` order.
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
-    graph.Map: ("inputs",),
-    graph.Aggregate: ("selector", "values"),
-    graph.Select: ("keys", "queries"),
-    graph.SelectorAnd: ("left", "right"),
-    graph.SelectorOr: ("left", "right"),
-    graph.SelectorNot: ("operand",),
-}
 
 # Forget the known values beyond this many s-ops (memory stays bounded).
 _MAX_KNOWN = 50_000
@@ -105,12 +94,5 @@ class DefinitionCheck:
             if all(a is b for a, b in zip(new, children)):
                 result[id(node)] = node
             else:
-                result[id(node)] = _with_children(node, new)
+                result[id(node)] = node.with_children(new)
         return result
-
-
-def _with_children(node: graph.Node, children: list[graph.Node]) -> graph.Node:
-    fields = _CHILD_FIELDS[type(node)]
-    if fields == ("inputs",):
-        return dataclasses.replace(node, inputs=tuple(children))
-    return dataclasses.replace(node, **dict(zip(fields, children)))

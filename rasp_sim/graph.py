@@ -14,8 +14,8 @@ compiler lower it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Literal, Sequence, Union, cast
 
 import networkx as nx
 
@@ -60,6 +60,12 @@ class Node:
     def children(self) -> tuple["Node", ...]:
         return ()
 
+    def with_children(self, children: Sequence["Node"]) -> "Node":
+        """A copy of this node (same span and name) whose children are `children`, in
+        `children()` order: the one place that knows which field holds which child."""
+        assert not children, f"{type(self).__name__} has no children"
+        return self
+
     def __repr__(self) -> str:
         # Shallow on purpose: the dataclass repr would nest the whole graph and hit the
         # recursion limit on deep programs.
@@ -101,6 +107,9 @@ class Map(SOp):
     def children(self) -> tuple[Node, ...]:
         return self.inputs
 
+    def with_children(self, children: Sequence[Node]) -> Node:
+        return replace(self, inputs=tuple(cast(Sequence[SOp], children)))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Aggregate(SOp):
@@ -115,6 +124,10 @@ class Aggregate(SOp):
 
     def children(self) -> tuple[Node, ...]:
         return (self.selector, self.values)
+
+    def with_children(self, children: Sequence[Node]) -> Node:
+        selector, values = children
+        return replace(self, selector=cast(Selector, selector), values=cast(SOp, values))
 
 
 # -------------------------------------------------------------------------- selectors
@@ -136,23 +149,34 @@ class Select(Selector):
     def children(self) -> tuple[Node, ...]:
         return (self.keys, self.queries)
 
+    def with_children(self, children: Sequence[Node]) -> Node:
+        keys, queries = children
+        return replace(self, keys=cast(SOp, keys), queries=cast(SOp, queries))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
-class SelectorAnd(Selector):
+class SelectorPair(Selector):
+    """A selector combining two selectors elementwise: `and` or `or`."""
+
     left: Selector = None  # type: ignore[assignment]
     right: Selector = None  # type: ignore[assignment]
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
 
+    def with_children(self, children: Sequence[Node]) -> Node:
+        left, right = children
+        return replace(self, left=cast(Selector, left), right=cast(Selector, right))
+
 
 @dataclass(frozen=True, eq=False, repr=False)
-class SelectorOr(Selector):
-    left: Selector = None  # type: ignore[assignment]
-    right: Selector = None  # type: ignore[assignment]
+class SelectorAnd(SelectorPair):
+    pass
 
-    def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SelectorOr(SelectorPair):
+    pass
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -161,6 +185,10 @@ class SelectorNot(Selector):
 
     def children(self) -> tuple[Node, ...]:
         return (self.operand,)
+
+    def with_children(self, children: Sequence[Node]) -> Node:
+        (operand,) = children
+        return replace(self, operand=cast(Selector, operand))
 
 
 GraphValue = Union[SOp, Selector]

@@ -11,6 +11,7 @@ import pytest
 
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
+from rasp_sim.errors import RaspNameError
 from rasp_sim.interpreter import Interpreter
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -166,7 +167,7 @@ def test_repl_session_checks_definitions_on_the_running_example():
     assert "invalid literal for int()" in text  # y's definition fails on "hi" ...
     assert "Undefined variable: y" in text  # ... so y is not bound
     assert "[h!, i!]" in text  # the two-line definition of z ran
-    with pytest.raises(Exception):
+    with pytest.raises(RaspNameError, match="Undefined variable: never"):
         interpreter.lookup("never")  # nothing runs after exit
 
 

@@ -16,6 +16,7 @@ import pytest
 from rasp_sim import draw
 from rasp_sim import graph as G
 from rasp_sim.analyse import analyse
+from rasp_sim.draw_layout import layered_layout
 from rasp_sim.errors import RaspError
 
 DOT_SUBSET = r"""
@@ -168,34 +169,60 @@ def test_a_5000_deep_chain_draws() -> None:
 # ------------------------------------------------------------------------------ render
 
 
+def _picture(root: G.Node = tokens_int) -> draw.Drawing:
+    return draw.drawing(analyse(root))
+
+
 def test_render_dot_writes_the_text(tmp_path: Path) -> None:
-    text = draw.to_dot(analyse(tokens_int))
-    assert draw.render(text, tmp_path / "g.dot") == tmp_path / "g.dot"
-    assert (tmp_path / "g.dot").read_text() == text
+    assert draw.render(_picture(), tmp_path / "g.dot") == (tmp_path / "g.dot", "dot text")
+    assert (tmp_path / "g.dot").read_text() == draw.to_dot(analyse(tokens_int))
 
 
 def test_render_rejects_unknown_formats(tmp_path: Path) -> None:
     with pytest.raises(RaspError) as info:
-        draw.render("digraph g {}", tmp_path / "g.pdf")
+        draw.render(_picture(), tmp_path / "g.pdf")
     assert info.value.format() == (
         "error: cannot draw to 'g.pdf': the file name must end in .png, .svg or .dot")
 
 
-def test_render_without_graphviz_writes_dot_and_says_so(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def _without_graphviz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(RaspError) as info:
-        draw.render("digraph g {}\n", tmp_path / "g.svg")
-    message = info.value.format()
-    assert "Graphviz is not installed" in message
-    assert f"written as DOT text to {tmp_path / 'g.dot'} instead" in message
-    assert (tmp_path / "g.dot").read_text() == "digraph g {}\n"
-    assert not (tmp_path / "g.svg").exists()
 
 
-def test_render_reports_unwritable_paths(tmp_path: Path) -> None:
+def test_without_graphviz_matplotlib_draws_a_png(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.image import imread
+
+    _without_graphviz(tmp_path, monkeypatch)
+    root, _ = two_layer_program()
+    assert draw.render(_picture(root), tmp_path / "g.png") == (tmp_path / "g.png", "matplotlib")
+    pixels = imread(tmp_path / "g.png")
+    height, width, _ = pixels.shape
+    assert height > 200 and width > 200
+    assert len(np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)) > 10  # not blank
+
+
+def test_without_graphviz_the_svg_has_every_label_as_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import xml.etree.ElementTree as ET
+
+    _without_graphviz(tmp_path, monkeypatch)
+    root, layers = two_layer_program()
+    picture = _picture(root)
+    draw.render(picture, tmp_path / "g.svg")
+    texts = {"".join(element.itertext()).strip()
+             for element in ET.parse(tmp_path / "g.svg").iter("{http://www.w3.org/2000/svg}text")}
+    assert set(layers) | {"inputs", "k", "q", "v"} <= texts
+    assert set(picture.titles) <= texts and len(picture.titles) == 3
+
+
+def test_render_reports_unwritable_paths(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RaspError, match="cannot write .*missing.*g.dot"):
-        draw.render("digraph g {}", tmp_path / "missing" / "g.dot")
+        draw.render(_picture(), tmp_path / "missing" / "g.dot")
+    _without_graphviz(tmp_path, monkeypatch)
+    with pytest.raises(RaspError, match="cannot write .*missing.*g.png"):
+        draw.render(_picture(), tmp_path / "missing" / "g.png")
 
 
 def _fake_dot(tmp_path: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,14 +239,14 @@ def test_render_calls_dot_with_format_and_output(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # The fake records its arguments and stdin into the output file given after -o.
     _fake_dot(tmp_path, 'echo "$1" > "$3"; cat >> "$3"\n', monkeypatch)
-    assert draw.render("digraph g {}\n", tmp_path / "g.PNG") == tmp_path / "g.PNG"
-    assert (tmp_path / "g.PNG").read_text() == "-Tpng\ndigraph g {}\n"
+    assert draw.render(_picture(), tmp_path / "g.PNG") == (tmp_path / "g.PNG", "Graphviz")
+    assert (tmp_path / "g.PNG").read_text() == "-Tpng\n" + draw.to_dot(analyse(tokens_int))
 
 
 def test_render_reports_dot_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_dot(tmp_path, 'echo "syntax error in line 1" >&2; exit 1\n', monkeypatch)
     with pytest.raises(RaspError) as info:
-        draw.render("digraph {", tmp_path / "g.svg")
+        draw.render(_picture(), tmp_path / "g.svg")
     assert info.value.format() == (
         f"error: Graphviz 'dot' failed on {tmp_path / 'g.svg'}: syntax error in line 1")
 
@@ -227,5 +254,48 @@ def test_render_reports_dot_failures(tmp_path: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 def test_real_graphviz_renders_svg(tmp_path: Path) -> None:
     root, _ = two_layer_program()
-    draw.render(draw.to_dot(analyse(root)), tmp_path / "g.svg")
+    draw.render(_picture(root), tmp_path / "g.svg")
     assert "<svg" in (tmp_path / "g.svg").read_text()
+
+
+# ------------------------------------------------------------------------------ layout
+
+
+def test_layout_rows_go_down_and_each_layer_is_a_band() -> None:
+    root, layers = two_layer_program()
+    picture = _picture(root)
+    layout = layered_layout(picture)
+    row_of = {node: r for r, row in enumerate(layout.rows) for node in row}
+    assert sorted(row_of) == list(range(len(picture.labels)))  # every node once
+    for edge in picture.edges:
+        assert row_of[edge.tail] < row_of[edge.head]
+    for node, layer in enumerate(picture.layers):
+        assert row_of[node] in layout.layer_rows[layer]
+    bands = [rows for rows in layout.layer_rows if rows]
+    assert [r for rows in bands for r in rows] == list(range(len(layout.rows)))
+    assert {picture.labels[n].split("\n")[0]: picture.layers[n]
+            for n in range(len(picture.labels))} == layers
+
+
+def test_layout_orders_a_row_to_avoid_crossings() -> None:
+    # Two independent chains whose heads are listed in the opposite order of their
+    # inputs: the barycentre sweeps must uncross them.
+    picture = draw.Drawing(labels=("a", "b", "a2", "b2"), kinds=("input",) * 2 + ("map",) * 2,
+                           layers=(0, 0, 0, 0), roots=frozenset({2, 3}),
+                           edges=(draw.Edge(0, 3), draw.Edge(1, 2)), titles=("inputs",))
+    rows = layered_layout(picture).rows
+    assert rows[0].index(0) < rows[0].index(1) and rows[1].index(3) < rows[1].index(2)
+
+
+def test_cli_draws_a_png_without_graphviz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture) -> None:
+    from matplotlib.image import imread
+
+    from rasp_sim.cli import main
+
+    _without_graphviz(tmp_path, monkeypatch)
+    target = tmp_path / "reverse.png"
+    example = Path(__file__).resolve().parent.parent / "examples" / "reverse.rasp"
+    assert main(["draw", str(example), "-o", str(target), "--input", "hey"]) == 0
+    assert capsys.readouterr().out == f"wrote {target} (matplotlib)\n"
+    assert imread(target).shape[2] == 4  # an RGBA image that matplotlib reads back

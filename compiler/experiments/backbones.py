@@ -98,7 +98,7 @@ def _norm(norm: LayerNorm | None, prefix: str, arrays: dict) -> LayerNorm | None
 def rebuild_blocks(model: Transformer, arrays: dict) -> tuple[tuple[Block, ...], LayerNorm | None]:
     """`model`'s blocks and final norm with the arrays in `arrays` swapped in (no checks, so
     JAX tracers are fine); names missing from `arrays` keep the model's own."""
-    blocks = []
+    blocks: list[Block] = []
     for index, block in enumerate(model.layers):
         prefix = f"layers.{index}"
         norm = _norm(block.norm, f"{prefix}.norm", arrays)
@@ -155,6 +155,7 @@ def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: i
     rng = np.random.default_rng([seed, 1])
     layers: list[Block] = []
     for block in ut.layers:
+        assert isinstance(block, AttentionBlock)  # universal machines are attention-only
         layers.append(replace(block, scale=scale, residual=normed,
                               norm=_unit_norm(m) if normed else None))
         if variant.endswith("M") or variant == "F":

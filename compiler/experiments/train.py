@@ -11,6 +11,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 # At most 2 compute threads (shared 2-core machines); only effective before jax loads.
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
@@ -151,8 +152,9 @@ class Trainer:
         path = directory / CHECKPOINT
         tmp = directory / (CHECKPOINT + ".tmp")
         with open(tmp, "wb") as handle:  # write then rename: a crash never leaves half a file
+            arrays: dict[str, Any] = {f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
             np.savez(handle, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8),
-                     **{f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
+                     **arrays)
         os.replace(tmp, path)
         return path
 
@@ -173,8 +175,8 @@ class Trainer:
             diff = sorted(k for k in current if saved.get(k) != current[k])
             raise ExperimentError(f"resume: checkpoint {path} was written by a different run "
                                   f"(settings differ: {', '.join(diff)}); cannot resume")
-        treedef = jax.tree_util.tree_structure((self.params, self.opt_state))
-        if treedef.num_leaves != len(leaves):
+        current_leaves, treedef = jax.tree_util.tree_flatten((self.params, self.opt_state))
+        if len(current_leaves) != len(leaves):
             raise ExperimentError(f"resume: checkpoint {path} does not match the model; "
                                   f"cannot resume")
         self.params, self.opt_state = jax.tree_util.tree_unflatten(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeGuard, cast
 
 import numpy as np
 from tracr.craft import bases as craft_bases
@@ -35,7 +35,7 @@ from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
 from .atoms import NOT_CONSTANT, atom_function
-from .bases import plain
+from .bases import ValueSets, plain
 from .checks import MAX_TABLE, Unsupported, describe
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
@@ -67,7 +67,7 @@ class Region:
     bases: list[g.SOp]
     assignments: list[tuple]           # the bases' (program) values, one tuple each
     values: list[Any]                  # the region's value per assignment (Poly, ...)
-    leaves: dict[Any, g.Node]          # leaf key -> the node it stands for
+    leaves: dict[Any, g.SOp]           # leaf key -> the s-op it stands for
     softmax: dict[Any, tuple[g.Aggregate, g.SOp]]  # softmax leaf key -> (sum, score)
 
 
@@ -113,8 +113,17 @@ class ContinuousLowering:
     consumers and tuple_of)."""
 
     numeric: NumericDomain | None
-    static: StaticValues | None
+    static: StaticValues
+    value_sets: ValueSets
     read_by_maps_only: set[int]  # ids of the nodes every consumer of which is a Map
+    continuity: dict[int, bool]
+    bounds: dict[int, float]
+    regions: dict[int, Region]
+
+    if TYPE_CHECKING:  # provided by translate._Translator
+        def constant(self, node: g.SOp) -> Any: ...
+        def as_encoding(self, node: g.SOp, encoding: rasp.Encoding) -> rasp.SOp: ...
+        def _base_function(self, node: g.SOp) -> tuple[list[g.SOp], Callable[..., Any]]: ...
 
     # -- which nodes are continuous
     def continuous(self, node: g.Node) -> bool:
@@ -168,7 +177,8 @@ class ContinuousLowering:
 
     def _subtree(self, node: g.Map) -> list[g.Map]:
         """`node` and every fusable map below it through fusable maps."""
-        out, stack = [], [node]
+        out: list[g.Map] = []
+        stack = [node]
         while stack:
             current = stack.pop()
             if all(current is not n for n in out):
@@ -176,7 +186,7 @@ class ContinuousLowering:
                 stack += [x for x in current.inputs if self._fusable_continuous(x)]
         return out
 
-    def _fusable_continuous(self, node: g.SOp) -> bool:
+    def _fusable_continuous(self, node: g.Node) -> TypeGuard[g.Map]:
         """A continuous map read only by maps may be computed inside each region that
         reads it (a polynomial is cheap to recompute; a layer is not), except exp, which
         only a softmax's quotient lowers."""
@@ -184,7 +194,7 @@ class ContinuousLowering:
                 and id(node) in self.read_by_maps_only and not self._is_exp(node))
 
     @staticmethod
-    def _is_exp(node: g.SOp) -> bool:
+    def _is_exp(node: g.Node) -> TypeGuard[g.Map]:
         return isinstance(node, g.Map) and node.op == "exp"
 
     def _evaluate(self, root: g.Map, fused: set[int]) -> Region:
@@ -210,8 +220,8 @@ class ContinuousLowering:
         seen.add(id(node))
         for x in node.inputs:
             if self.continuous(x):
-                if id(x) in inside:
-                    self._collect_bases(x, inside, bases, seen)
+                if id(x) in inside:  # inside: the region's maps
+                    self._collect_bases(cast(g.Map, x), inside, bases, seen)
             elif self.constant(x) is NOT_CONSTANT:
                 for b in self._base_function(x)[0]:
                     if all(b is not c for c in bases):
@@ -230,6 +240,7 @@ class ContinuousLowering:
                 except RaspError:  # the program fails here: the model is free
                     value = UNDEFINED
         elif id(node) in inside:
+            assert isinstance(node, g.Map)  # a region's inside holds its maps only
             args = [self._value(x, inside, env, memo, region) for x in node.inputs]
             parts = self._softmax_parts(args, region) if node.op == "/" else None
             if parts is not None:
@@ -261,14 +272,15 @@ class ContinuousLowering:
         return terms_of(region) is not None
 
     # -- bounds (for the softmax mask)
-    def bound(self, node: g.Node) -> float:
+    def bound(self, node: g.SOp) -> float:
         """An upper bound of |value| of a continuous s-op over the domain."""
         if id(node) not in self.bounds:
             self.bounds[id(node)] = self._bound(node)
         return self.bounds[id(node)]
 
-    def _bound(self, node: g.Node) -> float:
+    def _bound(self, node: g.SOp) -> float:
         if isinstance(node, g.Tokens):
+            assert self.numeric is not None  # tokens are continuous in numeric mode only
             return self.numeric.bound
         if not self.continuous(node):
             value = self.constant(node)
@@ -281,6 +293,7 @@ class ContinuousLowering:
             scale = self.sum_width(node) if node.reduction == "sum" else 1
             default = abs(float(node.default)) if isinstance(node.default, (int, float)) else 0.0
             return max(self.bound(node.values) * scale, default)
+        assert isinstance(node, g.Map)  # the other continuous s-ops are handled above
         region = self.region(node)
         return max((poly_bound(v, lambda key: self._leaf_bound(region, key))
                     for v in region.values if isinstance(v, Poly)), default=0.0)
@@ -372,7 +385,7 @@ def positions_coefficient(region: Region, terms: list[tuple[tuple, dict]], key: 
     if not all(static.is_static(b) for b in region.bases):
         return None
     index = {a: i for i, a in enumerate(region.assignments)}
-    uses = {}
+    uses: dict[int, float] = {}
     for monomial, coefficients in terms:
         if any(atom == ("leaf", key) for atom in monomial):
             for i, c in coefficients.items():

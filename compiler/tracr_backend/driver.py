@@ -8,7 +8,9 @@ so tracr's model is compared with the NumPy forward at the same precision.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import math
 import json
 import sys
 import time
@@ -33,6 +35,7 @@ def _tracr_compiler_without_jax() -> None:
     import tracr
 
     spec = importlib.util.find_spec("tracr.compiler")
+    assert spec is not None, "tracr is installed (the import above succeeded)"
     package = importlib.util.module_from_spec(spec)
 
     def exported(name: str) -> Any:
@@ -41,14 +44,18 @@ def _tracr_compiler_without_jax() -> None:
             return compile_rasp_to_model
         raise AttributeError(f"module 'tracr.compiler' has no attribute {name!r}")
 
-    package.__getattr__ = exported  # type: ignore[attr-defined]
+    setattr(package, "__getattr__", exported)
     sys.modules["tracr.compiler"] = package
-    tracr.compiler = package  # type: ignore[attr-defined]
+    setattr(tracr, "compiler", package)
+    # Only now: finding a submodule imports its parent package, which is registered above.
     lazy = importlib.util.find_spec("tracr.compiler.assemble")
-    lazy.loader = importlib.util.LazyLoader(lazy.loader)
+    assert lazy is not None and lazy.loader is not None
+    loader = importlib.util.LazyLoader(lazy.loader)
+    lazy.loader = loader
     assemble = importlib.util.module_from_spec(lazy)
-    sys.modules["tracr.compiler.assemble"] = package.assemble = assemble
-    lazy.loader.exec_module(assemble)
+    sys.modules["tracr.compiler.assemble"] = assemble
+    setattr(package, "assemble", assemble)
+    loader.exec_module(assemble)
 
 
 _tracr_compiler_without_jax()
@@ -129,7 +136,7 @@ def tracr_forward(model: Any, categorical: bool, max_len: int) -> Any:
         network.pad_token = pad
         return network(ids, use_dropout=False).unembedded_output
 
-    apply = jax.jit(padded.apply)
+    apply = jax.jit(padded.apply)  # type: ignore[attr-defined]  # haiku's stubs lose it
 
     def run(ids: np.ndarray) -> list[list]:
         rows, width = ids.shape
@@ -223,7 +230,7 @@ def size(weights: Transformer) -> dict[str, int]:
             "attention_blocks": len(attention),
             "mlp_blocks": len(weights.layers) - len(attention),
             "residual_width": weights.width,
-            "parameters": int(sum(np.size(a) for a in arrays if a is not None))}
+            "parameters": sum(math.prod(a.shape) for a in arrays if a is not None)}
 
 
 def _marked(weights: Transformer, report: Report, forced: bool) -> Transformer:

@@ -10,7 +10,7 @@ The value is the same on every input (validation re-checks it against the interp
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from rasp_sim import graph as g
 from rasp_sim.semantics import COMPARISONS
@@ -25,7 +25,7 @@ def _full(node: g.Node, value: Any) -> bool:
     return isinstance(node, g.Full) and node.value == value and type(node.value) is not bool
 
 
-def _map(node: g.Node, op: str, arity: int) -> bool:
+def _map(node: g.Node, op: str, arity: int) -> TypeGuard[g.Map]:
     return isinstance(node, g.Map) and node.op == op and len(node.inputs) == arity
 
 

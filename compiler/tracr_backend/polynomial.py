@@ -193,10 +193,13 @@ def apply_op(node: g.Map, args: list[Value], concrete: Any) -> Value:
 
 def _symbolic(node: g.Map, args: list[Value], span: Span | None) -> Value:
     op = node.op
-    polys = [as_poly(a) if not isinstance(a, Comparison) else None for a in args]
-    if any(p is None for p in polys):
-        return Failure(f"applies '{op}' to a real number and a value that is not a number",
-                       span)
+    polys: list[Poly] = []
+    for a in args:  # no Failure reaches here: apply_op returned it
+        poly = None if isinstance(a, Comparison) else as_poly(a)
+        if not isinstance(poly, Poly):
+            return Failure(f"applies '{op}' to a real number and a value that is not a "
+                           "number", span)
+        polys.append(poly)
     if op in ("+", "-", "*") and len(polys) == 2:
         a, b = polys
         return a + b if op == "+" else (a - b if op == "-" else a * b)

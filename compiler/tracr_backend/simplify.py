@@ -16,33 +16,22 @@ compares on the program's domain, where they agree.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import cast
 
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
 from .atoms import atom_function
 
-_CHILD_FIELDS = ("inputs", "values", "selector", "keys", "queries", "left", "right", "operand")
-
-
 def simplify(root: g.SOp) -> g.SOp:
     """The simplified copy of `root`'s graph (nodes that need no change are shared)."""
     copies: dict[int, g.Node] = {}
     for node in g.ancestors(root):
-        changes: dict[str, Any] = {}
-        for name in _CHILD_FIELDS:
-            value = getattr(node, name, None)
-            if isinstance(value, tuple):
-                new = tuple(copies[id(v)] for v in value)
-                if any(a is not b for a, b in zip(new, value)):
-                    changes[name] = new
-            elif isinstance(value, g.Node) and copies[id(value)] is not value:
-                changes[name] = copies[id(value)]
-        copy = replace(node, **changes) if changes else node
+        children = [copies[id(child)] for child in node.children()]
+        changed = any(new is not old for new, old in zip(children, node.children()))
+        copy = node.with_children(children) if changed else node
         copies[id(node)] = _rewrite(copy) if isinstance(copy, g.Map) else copy
-    return copies[id(root)]  # type: ignore[return-value]
+    return cast(g.SOp, copies[id(root)])
 
 
 def _same(a: g.Node, b: g.Node) -> bool:
@@ -53,9 +42,10 @@ def _same(a: g.Node, b: g.Node) -> bool:
 def _rewrite(node: g.Map) -> g.SOp:
     if node.op == "where" and _same(node.inputs[1], node.inputs[2]):
         return node.inputs[1]
-    if all(isinstance(x, g.Full) for x in node.inputs):
+    constants = [x.value for x in node.inputs if isinstance(x, g.Full)]
+    if len(constants) == len(node.inputs):
         try:
-            value = atom_function(node)(*[x.value for x in node.inputs])
+            value = atom_function(node)(*constants)
         except RaspError:
             return node
         return g.Full(value=value, span=node.span, name=node.name)

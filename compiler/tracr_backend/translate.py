@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeGuard, cast
 
 from tracr.rasp import rasp
 
@@ -95,6 +95,7 @@ class _Translator(ContinuousLowering):
         self.value_memo: dict[int, frozenset | None] = {}
         self.consumers = consumers  # how many nodes use each node (fusion needs exactly 1)
         self.memo: dict[int, rasp.SOp] = {}
+        self.softmax_picks: dict[int, rasp.SOp] = {}  # id of the softmax's sum -> its head
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
         self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
         self.selectors: dict[int, rasp.Select] = {}
@@ -191,7 +192,7 @@ class _Translator(ContinuousLowering):
         return (len(varying) == 2 and node.op in ("+", "-") and list(node.inputs) == varying
                 and all(rasp.is_numerical(self.sop(v)) for v in varying))
 
-    def _fusable(self, node: g.SOp) -> bool:
+    def _fusable(self, node: g.SOp) -> TypeGuard[g.Map]:
         """A Map used only by one other Map may be folded into it (fewer MLP layers)."""
         if not isinstance(node, g.Map) or self.consumers.get(id(node), 0) != 1:
             return False
@@ -234,7 +235,8 @@ class _Translator(ContinuousLowering):
     def _table(self, nodes: Sequence[g.SOp]) -> float:
         """Rows of a lookup table over `nodes` (categorically); inf if too large to know."""
         sizes = [self.values_of(n) for n in nodes]
-        return math.inf if any(v is None for v in sizes) else math.prod(len(v) for v in sizes)
+        known = [len(v) for v in sizes if v is not None]
+        return math.inf if len(known) < len(sizes) else math.prod(known)
 
     def values_of(self, node: g.SOp) -> frozenset | None:
         """The node's categorical values (bases.typed), or None if unknown or too many.
@@ -248,12 +250,12 @@ class _Translator(ContinuousLowering):
             result = frozenset([typed(value)])
         elif isinstance(node, g.Map) and patterns.selector_width_of(node) is None \
                 and not self.continuous(node):
-            inputs = [self.values_of(x) for x in node.inputs]
-            if any(v is None for v in inputs) or math.prod(len(v) for v in inputs) > MAX_TABLE:
+            known = [v for v in map(self.values_of, node.inputs) if v is not None]
+            if len(known) < len(node.inputs) or math.prod(map(len, known)) > MAX_TABLE:
                 result = None
             else:
                 image = total(atom_function(node))
-                values = {image(*combo) for combo in itertools.product(*inputs)} - {None}
+                values = {image(*combo) for combo in itertools.product(*known)} - {None}
                 result = frozenset(values) if len(values) <= MAX_VALUE_SET else None
         else:
             try:
@@ -340,13 +342,12 @@ class _Translator(ContinuousLowering):
 
     def _softmax(self, parts: tuple[g.Aggregate, g.SOp]) -> rasp.SOp:
         total, score = parts
-        key = ("softmax", id(total))
-        if key not in self.memo:
+        if id(total) not in self.softmax_picks:
             expr, bound = self._score(score, total.selector)
             select = self.selector(total.selector)
-            self.memo[key] = _named(SoftmaxPick(expr, select, 2 * bound + MASK_MARGIN),
-                                    total, NUM)
-        return self.memo[key]
+            self.softmax_picks[id(total)] = _named(
+                SoftmaxPick(expr, select, 2 * bound + MASK_MARGIN), total, NUM)
+        return self.softmax_picks[id(total)]
 
     def _score(self, score: g.SOp, sel: g.Selector) -> tuple[rasp.SOp, float]:
         """The softmax's score as an s-op, without shifts constant over each selection."""
@@ -440,6 +441,7 @@ class _Translator(ContinuousLowering):
         if isinstance(sel, g.SelectorNot):
             inner = self._predicate_tree(sel.operand, keys, queries)
             return lambda k, q: not inner(k, q)
+        assert isinstance(sel, g.SelectorPair)
         left = self._predicate_tree(sel.left, keys, queries)
         right = self._predicate_tree(sel.right, keys, queries)
         if isinstance(sel, g.SelectorAnd):
@@ -531,7 +533,7 @@ def _substitute(outer: Callable[..., Any], slot: int, inner: Callable[..., Any],
 def _leaves(sel: g.Selector) -> list[g.Select]:
     if isinstance(sel, g.Select):
         return [sel]
-    return [leaf for child in sel.children() for leaf in _leaves(child)]
+    return [leaf for child in sel.children() for leaf in _leaves(cast(g.Selector, child))]
 
 
 def _at_most_one_key(sel: g.Selector) -> bool:

@@ -39,8 +39,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -267,7 +267,7 @@ def structured_inputs(root: g.SOp, vocab: Sequence[Any], max_len: int, seed: int
                               zip(parts, range(0, len(pool), chunk))])
         from_covering = ids < len(covering)
         candidates = features[~from_covering]
-        chosen = _greedy_cover(candidates, features[from_covering].any(axis=0))
+        chosen = _greedy_cover(candidates, np.asarray(features[from_covering].any(axis=0)))
         extra = pool[ids[~from_covering][chosen]]
         coverage.edge_case += len(extra)
         rows[n] = np.concatenate([covering, extra])
@@ -316,20 +316,12 @@ def causal_program(root: g.SOp) -> g.SOp:
     copies: dict[int, g.Node] = {}
     positions = g.Indices(name="indices")
     for node in g.ancestors(root):
-        changes = {}
-        for name in ("inputs", "values", "selector", "keys", "queries", "left", "right",
-                     "operand"):
-            value = getattr(node, name, None)
-            if isinstance(value, tuple):
-                changes[name] = tuple(copies[id(v)] for v in value)
-            elif isinstance(value, g.Node):
-                changes[name] = copies[id(value)]
-        copy = replace(node, **changes) if changes else node
+        copy = node.with_children([copies[id(child)] for child in node.children()])
         if isinstance(node, g.Select):
-            copy = g.SelectorAnd(left=copy, right=g.Select(keys=positions, queries=positions,
+            copy = g.SelectorAnd(left=cast(g.Selector, copy), right=g.Select(keys=positions, queries=positions,
                                                           op="<="), span=node.span, name=node.name)
         copies[id(node)] = copy
-    return copies[id(root)]
+    return cast(g.SOp, copies[id(root)])
 
 
 def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: int, *,
@@ -343,8 +335,10 @@ def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: i
     start = time.perf_counter()
     reference = causal_program(root) if weights.causal else root
     numeric = weights.output_encoder is None or weights.output_encoder.values is None
-    tokens = list(weights.input_encoder.tokens)
-    bos = tokens.index(weights.input_encoder.bos)
+    encoder = weights.input_encoder
+    assert encoder is not None, "numeric-input models are validated by validate_numeric"
+    tokens = list(encoder.tokens)
+    bos = tokens.index(encoder.bos)
     vocab_ids = np.array([next(i for i, t in enumerate(tokens) if t == v and type(t) is type(v))
                           for v in vocab], dtype=np.int64)
     mode, count, batches = domain(len(vocab), max_len, samples, seed, min_len)

@@ -51,7 +51,9 @@ def constraint_matrix(ut: Transformer, shape: Shape) -> np.ndarray:
         if key not in memo:
             if path:
                 layer, head = path[0]
-                memo[key] = as_dense(ut.layers[layer].heads[head].w_v) @ routed(terminal, path[1:])
+                block = ut.layers[layer]
+                assert isinstance(block, AttentionBlock)  # universal machines are attention-only
+                memo[key] = as_dense(block.heads[head].w_v) @ routed(terminal, path[1:])
             elif terminal[0] == "O":
                 memo[key] = as_dense(ut.unembed)
             else:

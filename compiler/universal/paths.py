@@ -43,8 +43,8 @@ def paths(start: int, stop: int, shape: Shape) -> list[Path]:
         return [tuple(zip(layers, choice)) for choice in product(heads, repeat=stop - start)]
     out: list[Path] = []
     for size in range(stop - start + 1):
-        for layers in combinations(range(start, stop), size):
-            out += [tuple(zip(layers, choice)) for choice in product(heads, repeat=size)]
+        for chosen in combinations(range(start, stop), size):
+            out += [tuple(zip(chosen, choice)) for choice in product(heads, repeat=size)]
     return out
 
 

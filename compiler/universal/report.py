@@ -5,7 +5,7 @@ checked against its text) are shown as formulas with d = max(k, c) and no consta
 """
 from __future__ import annotations
 
-from ..weights import SparseMatrix, Transformer
+from ..weights import AttentionBlock, SparseMatrix, Transformer
 from .paths import constraint_count
 from .spec import read_spec
 
@@ -21,6 +21,7 @@ def size_report(ut: Transformer) -> dict:
     shape = spec.shape
     heads, layers, k, c = shape.heads, shape.layers, shape.head_dim, shape.out_dim
     paths = (heads + 1) ** layers if shape.residual else heads ** layers
+    heads_of = [h for block in ut.layers if isinstance(block, AttentionBlock) for h in block.heads]
     return {
         "kind": spec.kind,
         "layout": spec.layout,
@@ -30,9 +31,9 @@ def size_report(ut: Transformer) -> dict:
         "constraints_C": constraint_count(shape),
         "blocks": ut.metadata["universal"].get("blocks"),
         "nonzeros": {
-            "R_Q": [nonzeros(h.w_q) for block in ut.layers for h in block.heads],
-            "R_K": [nonzeros(h.w_k) for block in ut.layers for h in block.heads],
-            "R_V": [nonzeros(h.w_v) for block in ut.layers for h in block.heads],
+            "R_Q": [nonzeros(h.w_q) for h in heads_of],
+            "R_K": [nonzeros(h.w_k) for h in heads_of],
+            "R_V": [nonzeros(h.w_v) for h in heads_of],
             "P": nonzeros(ut.unembed),
         },
         "reference": {

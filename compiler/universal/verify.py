@@ -54,6 +54,7 @@ def random_inputs(dim: int, lengths: tuple[int, ...], batch: int, seed: int):
 def tolerance(embedding: Embedding, input_max: float, scale: float) -> float:
     if embedding.kind == "sparse":
         return SPARSE_TOLERANCE
+    assert embedding.condition is not None  # every solved (random) embedding has one
     rounding = RANDOM_FACTOR * embedding.condition * np.finfo(float).eps
     return rounding * input_max * embedding.view_scale / scale
 

@@ -20,9 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     analyse.set_defaults(handler=run_analyse)
 
     draw = subparsers.add_parser(
-        "draw", help="draw an s-op's graph, one cluster per layer (Graphviz)",
-        description="Write NAME's computation graph, grouped into layers, as Graphviz: "
-        "OUT.dot always works; OUT.svg / OUT.png need the `dot` program.",
+        "draw", help="draw an s-op's graph, one band per layer (.png, .svg or .dot)",
+        description="Write NAME's computation graph, grouped into layers: "
+        "OUT.dot (DOT text), OUT.svg or OUT.png (drawn by Graphviz when its `dot` program "
+        "is installed, else by matplotlib).",
     )
     _common(draw)
     draw.add_argument("-o", "--output", required=True, metavar="OUT",
@@ -54,7 +55,7 @@ def run_analyse(args: argparse.Namespace) -> int:
 
 def run_draw(args: argparse.Namespace) -> int:
     from ..analyse import analyse
-    from ..draw import render, to_dot
+    from ..draw import drawing, render
     from ..evaluate import evaluate
     from ..graph import ancestors
 
@@ -65,6 +66,6 @@ def run_draw(args: argparse.Namespace) -> int:
         nodes = list(ancestors(node))
         (results,) = evaluate(nodes, [parse_input(args.input)])
         values = dict(zip(nodes, results))
-    path = render(to_dot(analysis, values), args.output)
-    print(f"wrote {path}")
+    path, renderer = render(drawing(analysis, values), args.output)
+    print(f"wrote {path} ({renderer})")
     return 0

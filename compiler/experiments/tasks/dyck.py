@@ -114,7 +114,7 @@ class Dyck1:
         return to_batch(self.test_rows)
 
     def train_batch(self, size: int, rng: np.random.Generator) -> Batch:
-        rows = []
+        rows: list[np.ndarray] = []
         while len(rows) < size:
             row = encode(sample_string(self.max_len, rng), self.max_len)
             if row.tobytes() not in self._test_keys:
