@@ -151,7 +151,7 @@ def binary(op: str, a: Any, b: Any, *, exact: bool = False) -> Any:
             return COMPARISONS[op](a, b)
         if exact:
             a, b = to_exact(a), to_exact(b)
-        check_atom_operation(op, a, b)
+        check_atom_operation(op, a, b, exact=exact)
         if exact and _is_rational(a) and _is_rational(b):
             if op == "/":
                 return Fraction(a) / b
