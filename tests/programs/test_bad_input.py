@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from rasp_sim.errors import RaspError
+from rasp_sim.errors import RaspError, RaspProgramError
 
 from lib_refs import run1
 
@@ -33,18 +33,30 @@ def error_of(expr: str, inp: list) -> RaspError:
     return info.value
 
 
+def assert_at_the_users_call(error: RaspError, expr: str) -> None:
+    """The library's own error (`assert`), reported at the user's call of the library
+    function (library.build binds `library_result = expr;` in the file "<expr>"), with
+    the library's lines as notes."""
+    assert isinstance(error, RaspProgramError)
+    assert error.span is not None and error.span.file == f"<{expr}>"
+    assert error.span.column == len("library_result = ") + 1
+    assert error.notes and all(n.startswith("  note: from ") and ".rasp:" in n for n in error.notes)
+    assert error.format().startswith(f"<{expr}>:1:18: error: ")
+
+
 @pytest.mark.parametrize("expr,inp,text", SHORT, ids=[s[0] for s in SHORT])
 def test_input_too_short_for_the_shapes(expr, inp, text):
     error = error_of(expr, inp)
     assert text in error.message
-    assert error.span is not None and error.span.file.endswith(".rasp")
+    assert_at_the_users_call(error, expr)
 
 
 @pytest.mark.parametrize("shape", ["2.5", "0", "-1", '"a"'])
 def test_bad_shape_parameters(shape):
-    error = error_of(f"matmul(tokens_float, 2, {shape}, 2)", [1.0] * 8)
-    assert "matmul: k must be an integer from 1 to 4096" in error.message
-    assert error.span is not None
+    expr = f"matmul(tokens_float, 2, {shape}, 2)"
+    error = error_of(expr, [1.0] * 8)
+    assert error.message == "matmul: k must be an integer from 1 to 4096"
+    assert_at_the_users_call(error, expr)
 
 
 def test_non_numeric_tokens():
@@ -60,7 +72,7 @@ def test_non_numeric_tokens():
 def test_singular_matrix(expr, inp):
     error = error_of(expr, inp)
     assert "the matrix is singular" in error.message
-    assert error.span is not None
+    assert_at_the_users_call(error, expr)
 
 
 @pytest.mark.parametrize("expr,inp,text", [
