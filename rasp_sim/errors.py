@@ -112,6 +112,12 @@ class RaspLoadError(RaspError):
     kind = "load error"
 
 
+class RaspProgramError(RaspError):
+    """An error the program raises itself, with its own message (the `assert` extension)."""
+
+    kind = "error"
+
+
 class RaspResourceError(RaspError):
     """A resource limit (memory, sequence length, recursion depth) would be exceeded."""
 

@@ -231,7 +231,9 @@ def _locate(
             _compute(node, sub, rows[r : r + 1], exact)
         except RaspError as err:
             where = f"input {ids[r]} ({_abbrev(rows[r])})"
-            return type(err)(f"{err.message}, on {where}", err.span or node.span)
+            located = type(err)(f"{err.message}, on {where}", err.span or node.span)
+            located.notes = err.notes
+            return located
     return exc.with_span(node.span)
 
 

@@ -41,6 +41,9 @@ MapOp = Literal[
     "member",
     # extension maps (README "Extensions")
     "exp", "log", "sqrt", "abs",
+    # `assert(cond, message)` on an s-op: True, or the program's error where cond is
+    # false; params = (message, notes) (README "Extensions")
+    "assert",
 ]
 
 

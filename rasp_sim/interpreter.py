@@ -44,6 +44,7 @@ from .display import Display, DisplaySettings
 from .environment import BASE_RESERVED, Environment, is_exported
 from .errors import (
     RaspError, RaspLoadError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span,
+    source_line,
 )
 from .evaluate import evaluate_one
 from .parser import parse
@@ -116,6 +117,8 @@ class Interpreter:
         self._main_check = DefinitionCheck(exact=exact)
         self._input_check = DefinitionCheck(exact=exact)
         self._depth = 0
+        self._call_sites: list[Span] = []  # the spans of the calls being run, innermost last
+        self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
         self._make_environments()
@@ -182,6 +185,7 @@ class Interpreter:
 
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and display what it produced."""
+        self._user_file = statement.span.file
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
                 results = self._exec(statement, self.top)
@@ -507,11 +511,13 @@ class Interpreter:
         function = node.function
         if (
             isinstance(function, ast.Name)
-            and function.id in operations.EXTENSIONS
+            and function.id in operations.EXTENSION_NAMES
             and not self.strict
             and not env.is_bound(function.id)
         ):
             args = [self._eval(a, env) for a in node.args]
+            if function.id == "assert":
+                return operations.assertion(args, *self._error_site(node.span))
             return operations.EXTENSIONS[function.id](args, node.span, self.exact)
         if len(node.args) == 1:
             # The argument is the input the callee's definition check may use (6.14).
@@ -554,18 +560,32 @@ class Interpreter:
         for name, value in zip(function.params, args):
             scope.bind(name, value)
         self._depth += 1
+        self._call_sites.append(span)
         try:
             for statement in function.body:
                 self._exec(statement, scope)
             results = [self._eval(e, scope) for e in function.returns]
         finally:
             self._depth -= 1
+            self._call_sites.pop()
         result = results[0] if len(results) == 1 else results
         if is_graph(result):
             set_display_name(
                 result, f"{function.name}(" + " , ".join(describe(a, 20) for a in args) + ")"
             )
         return result
+
+    def _error_site(self, span: Span) -> tuple[Span, tuple[str, ...]]:
+        """Where an `assert` at `span` reports its error: the innermost call in the user's
+        file (the file of the top-level statement) that led to it, so that a library's
+        check names the user's line; the library lines on the way become notes."""
+        chain = [*self._call_sites, span]
+        for k in range(len(chain) - 1, -1, -1):
+            if chain[k].file == self._user_file:
+                return chain[k], tuple(
+                    f"  note: from {s}: {(source_line(s) or '').strip()}" for s in chain[k + 1:]
+                )
+        return span, ()
 
     # -- select and aggregate
 

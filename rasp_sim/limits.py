@@ -4,9 +4,16 @@ Python would happily try to build `range(10 ^ 9)` or `"ab" * 10 ^ 10` (and run o
 memory minutes later) or compute `7 ^ (10 ^ 9)` (and never finish). The original
 interpreter inherits that; rasp-sim refuses such values up front with a clear error.
 S-op evaluation has its own, memory-based limit (`rasp_sim.evaluate`).
+
+Exact mode's rationals are bounded too: squaring a fraction doubles the size of its
+numerator and denominator, and so does `x + 1/x`, so forty such steps would never end.
+Every rational operation is refused when a bound on its result's size, computed from the
+operands' sizes alone, is above the limit. Maps on s-ops compute element by element
+through `rasp_sim.semantics.binary`, so the same check covers them.
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -14,8 +21,15 @@ from .errors import RaspResourceError
 
 # Longest list or string an atom operation may build (range, repetition, concatenation).
 MAX_COLLECTION_LENGTH = 10_000_000
-# Largest integer (in bits) a power may produce; 10^6 bits is about 300,000 digits.
+# Largest integer (in bits) a power or product may produce; 10^6 bits is about 300,000
+# digits.
 MAX_INT_BITS = 1_000_000
+# Largest numerator or denominator (in bits) of a non-integral rational result. Lower than
+# MAX_INT_BITS because every Fraction operation normalises with a gcd, whose cost is
+# quadratic in the size: measured 0.016 s at 10^5 bits, 0.16 s at 3*10^5 bits and about
+# 2 s at 10^6. 10^5 bits is about 30,000 digits, far above what exact linear algebra
+# needs (an n x n inverse of float64 inputs stays below about 1,100 n bits).
+MAX_FRACTION_BITS = 100_000
 
 
 def check_collection_length(length: int, what: str) -> None:
@@ -27,31 +41,48 @@ def check_collection_length(length: int, what: str) -> None:
         )
 
 
-def check_atom_operation(op: str, a: Any, b: Any) -> None:
-    """Refuse `a op b` when Python would build a huge string, list or integer."""
+def check_atom_operation(op: str, a: Any, b: Any, *, exact: bool = False) -> None:
+    """Refuse `a op b` when Python would build a huge string, list, integer or rational.
+    `exact`: exact mode, where `/` and negative powers of ints give Fractions."""
     if op in ("*", "+"):
         if isinstance(a, (str, list)) or isinstance(b, (str, list)):
             check_collection_length(_result_length(op, a, b), f"{op} on a string or list")
             return
-    if op in ("*", "^") and _is_integer(a) and _is_integer(b):
-        size = _result_bits(op, int(a), int(b))
-        if size > MAX_INT_BITS:
+    if not (_is_rational(a) and _is_rational(b)):
+        return
+    if _is_integer(a) and _is_integer(b) and (op in ("+", "-", "%", "*") or (op == "^" and b >= 0)):
+        # an integer result: only products and powers can grow faster than a bit a step
+        if op in ("*", "^") and _result_bits(op, int(a), int(b)) > MAX_INT_BITS:
             raise RaspResourceError(
                 f"{_short(a)} {op} {_short(b)} would have more than {MAX_INT_BITS:,} bits, "
                 "above the limit (rasp_sim.limits.MAX_INT_BITS)"
             )
-    if op == "^" and isinstance(a, Fraction) and _is_integer(b):
-        for part in (a.numerator, a.denominator):
-            check_atom_operation("^", part, b)
+        return
+    size = _fraction_bits(op, a, b, exact)
+    if size is not None and size > MAX_FRACTION_BITS:
+        raise RaspResourceError(
+            f"{_short(a)} {op} {_short(b)} would have a numerator or denominator of up to "
+            f"{size:,} bits, above the limit of {MAX_FRACTION_BITS:,} "
+            "(rasp_sim.limits.MAX_FRACTION_BITS)"
+        )
 
 
-def _short(x: Any) -> str:
-    value = int(x)
-    return str(value) if value.bit_length() <= 64 else f"(an int of {value.bit_length():,} bits)"
+def _is_rational(x: Any) -> bool:
+    return isinstance(x, (int, Fraction))  # bool is an int
 
 
 def _is_integer(x: Any) -> bool:
     return isinstance(x, int) or (isinstance(x, Fraction) and x.denominator == 1)
+
+
+def _short(x: Any) -> str:
+    if isinstance(x, Fraction) and x.denominator != 1:
+        if x.numerator.bit_length() + x.denominator.bit_length() <= 64:
+            return f"({x})"
+        return (f"(a fraction with a {abs(x.numerator).bit_length():,}-bit numerator and a "
+                f"{x.denominator.bit_length():,}-bit denominator)")
+    value = int(x)
+    return str(value) if value.bit_length() <= 64 else f"(an int of {value.bit_length():,} bits)"
 
 
 def _result_length(op: str, a: Any, b: Any) -> int:
@@ -65,6 +96,34 @@ def _result_length(op: str, a: Any, b: Any) -> int:
 def _result_bits(op: str, a: int, b: int) -> int:
     if op == "*":
         return a.bit_length() + b.bit_length()
-    if b <= 0 or abs(a) <= 1:
-        return 0
-    return b * (abs(a).bit_length() - 1)  # a lower bound on the power's size
+    return int(b * _log2(a)) if b > 0 else 0  # the power's size, to within a bit
+
+
+def _log2(x: int) -> float:
+    return math.log2(abs(x)) if x else 0.0
+
+
+def _parts(x: Any) -> tuple[int, int]:
+    """The sizes in bits of x's numerator and denominator."""
+    x = Fraction(x)
+    return abs(x.numerator).bit_length(), x.denominator.bit_length()
+
+
+def _fraction_bits(op: str, a: Any, b: Any, exact: bool) -> int | None:
+    """An upper bound on the larger of the numerator's and the denominator's size of
+    `a op b` (for powers: the size, to within a bit), or None when the result is not a rational (a float) or cannot grow."""
+    fractions = exact or isinstance(a, Fraction) or isinstance(b, Fraction)
+    if not fractions:
+        return None  # ints: `/` and negative powers give floats
+    (na, da), (nb, db) = _parts(a), _parts(b)
+    if op == "*":
+        return max(na + nb, da + db)
+    if op == "/":
+        return max(na + db, da + nb)
+    if op in ("+", "-", "%"):  # over the common denominator da * db
+        return max(max(na + db, nb + da) + 1, da + db)
+    if op == "^" and (exact or _is_integer(b)):
+        # (n/d)^(p/q) is (n^(1/q) / d^(1/q))^p when the roots exist (exact mode)
+        b, a = Fraction(b), Fraction(a)
+        return int(abs(b) * max(_log2(a.numerator), _log2(a.denominator)))
+    return None

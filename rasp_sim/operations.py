@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from . import graph
 from . import semantics
-from .errors import RaspRuntimeError, RaspTypeError, Span
+from .errors import RaspError, RaspRuntimeError, RaspTypeError, Span
 from .limits import check_collection_length
 from .values import Function, describe, is_atom, is_graph
 
@@ -138,6 +138,28 @@ def index(
     )
 
 
+def assertion(args: list, site: Span, notes: tuple[str, ...]) -> Any:
+    """`assert(condition, message)` (an extension): on an atom condition, True or the
+    program's own error at once; on an s-op, a bool s-op that is True everywhere and whose
+    evaluation raises the error at the first position where the condition is false.
+    `site` is where the error is reported (the user's call that led to the assert), and
+    `notes` the library lines on the way (`Interpreter._error_site`)."""
+    arity("assert", args, 2)
+    condition, message = args
+    if not isinstance(message, str):
+        raise RaspTypeError(f"assert expects a string message, got: {describe(message, 40)}")
+    if isinstance(condition, graph.SOp):
+        return make_map("assert", (condition,), site, params=(message, notes))
+    if not is_atom(condition):
+        raise RaspTypeError(
+            f"assert expects an s-op or atom condition, got: {describe(condition, 40)}"
+        )
+    try:
+        return semantics.assertion(condition, message, notes)
+    except RaspError as error:
+        raise error.with_span(site) from None
+
+
 def select(keys: Any, queries: Any, op: str, span: Span) -> graph.Select:
     """`select(keys, queries, op)`: M[q][k] = keys[k] op queries[q]; atoms lifted (6.4)."""
     return graph.Select(keys=lift(keys, span), queries=lift(queries, span), op=op, span=span)
@@ -249,7 +271,8 @@ BUILTINS: dict[str, Callable[[list, Span, bool], Any]] = {
 # Extensions reached through an ordinary call of a name the program has not bound
 # (LANGUAGE.md 10.2, 10.3): the whitespace forms `aggregate (`, `range (`, `zip (`,
 # `len (`, the maps `exp`, `log`, `sqrt`, `abs`, and the `sum` aggregate. (The parser
-# turns `select (k, q, OP)` into a Select itself.)
+# turns `select (k, q, OP)` into a Select itself.) `assert` is one too, called by the
+# interpreter with the site it reports at (`assertion`).
 EXTENSIONS: dict[str, Callable[[list, Span, bool], Any]] = {
     "range": _range,
     "zip": _zip,
@@ -258,3 +281,4 @@ EXTENSIONS: dict[str, Callable[[list, Span, bool], Any]] = {
     "sum": _aggregate_call("sum"),
     **{name: _elementwise(name) for name in ("exp", "log", "sqrt", "abs")},
 }
+EXTENSION_NAMES = frozenset(EXTENSIONS) | {"assert"}

@@ -13,6 +13,7 @@ Public API:
 - `aggregate_one(selected, default, whole_column, *, reduction="mean", exact=False)`: one
   query's aggregate (6.5), plus the `sum` extension.
 - `sop_logic`, `where`, `index`, `member`: the remaining per-position rules of maps.
+- `assertion(condition, message, notes)`: the `assert` extension on one atom.
 - `convert_token(kind, x, *, exact=False)`: `tokens_str/int/float/bool/asis` (5.1).
 - `to_exact(x)`: the atom as exact mode sees it.
 
@@ -34,7 +35,7 @@ import operator
 from fractions import Fraction
 from typing import Any, Callable, Literal, Sequence
 
-from .errors import RaspResourceError, RaspRuntimeError, RaspTypeError
+from .errors import RaspProgramError, RaspResourceError, RaspRuntimeError, RaspTypeError
 from .limits import check_atom_operation
 
 SeqType = Literal["int", "float", "string", "bool"]
@@ -151,7 +152,7 @@ def binary(op: str, a: Any, b: Any, *, exact: bool = False) -> Any:
             return COMPARISONS[op](a, b)
         if exact:
             a, b = to_exact(a), to_exact(b)
-        check_atom_operation(op, a, b)
+        check_atom_operation(op, a, b, exact=exact)
         if exact and _is_rational(a) and _is_rational(b):
             if op == "/":
                 return Fraction(a) / b
@@ -204,6 +205,21 @@ def member(x: Any, members: Any) -> bool:
         return x in members
     except TypeError as exc:
         raise RaspTypeError(f"cannot test {_describe(x)} for membership: {exc}") from None
+
+
+def assertion(condition: Any, message: str, notes: Sequence[str] = ()) -> bool:
+    """`assert(condition, message)` on one atom (an extension): True where the condition
+    is truthy (as a ternary's), else the program's own error with `message`; `notes`
+    say where in a library the assert is (the error is reported at the caller)."""
+    if not condition:
+        raise assertion_error(message, notes)
+    return True
+
+
+def assertion_error(message: str, notes: Sequence[str] = ()) -> RaspProgramError:
+    error = RaspProgramError(message)
+    error.notes = list(notes)
+    return error
 
 
 def indicator(x: Any) -> int:

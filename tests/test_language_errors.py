@@ -7,14 +7,18 @@ against the running example; the others already when the statement runs.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rasp_sim.errors import (
-    RaspError, RaspNameError, RaspResourceError, RaspRuntimeError, RaspSyntaxError,
-    RaspTypeError,
+    RaspError, RaspNameError, RaspProgramError, RaspResourceError, RaspRuntimeError,
+    RaspSyntaxError, RaspTypeError,
 )
+from rasp_sim.evaluate import evaluate
+from rasp_sim.interpreter import Interpreter
 
-from .interp_helpers import run
+from .interp_helpers import run, value
 
 CASES = [
     # syntax errors (the parser's; the interpreter passes them through)
@@ -88,3 +92,97 @@ def test_error_format_shows_location_and_caret() -> None:
         "    x = g(1);\n"
         "        ^^^^"
     )
+
+
+# ------------------------------------------------------------ the `assert` extension
+
+HELPERS = """def positive(x, what) {
+    ok = assert(x > 0, what + " must be positive");
+    return x;
+}
+def checked(x) {
+    return x if assert(x > 0, "checked: x must be positive") else x;
+}
+def twice(x) {
+    return checked(x) + checked(x);
+}
+"""
+
+
+def run_with_helpers(tmp_path, main: str, **options: Any) -> Interpreter:
+    (tmp_path / "helpers.rasp").write_text(HELPERS)
+    (tmp_path / "main.rasp").write_text('load "helpers";\n' + main)
+    interpreter = Interpreter(output=lambda line: None, **options)
+    interpreter.run_file(tmp_path / "main.rasp")
+    return interpreter
+
+
+def test_assert_on_atoms_passes_or_fails_at_once() -> None:
+    assert value('x = assert(1 < 2, "never");') is True
+    with pytest.raises(RaspProgramError) as info:
+        run('def f(n) {\n    ok = assert(n > 0, "f: n must be positive");\n    return n;\n}\n'
+            "a = f(1);\nb = f(0);")
+    error = info.value
+    # an assert in the user's own file is reported where it is, with no notes
+    assert error.format() == (
+        't.rasp:2:10: error: f: n must be positive\n'
+        '        ok = assert(n > 0, "f: n must be positive");\n'
+        '             ' + "^" * 38
+    )
+
+
+def test_assert_in_a_loaded_file_reports_at_the_users_call(tmp_path) -> None:
+    with pytest.raises(RaspProgramError) as info:
+        run_with_helpers(tmp_path, 'a = positive(2, "a");\nb = positive(-1, "b");\n')
+    error = info.value
+    assert error.message == "b must be positive"
+    assert (error.span.file, error.span.line, error.span.column) == (str(tmp_path / "main.rasp"), 3, 5)
+    helpers = tmp_path / "helpers.rasp"
+    assert error.notes == [
+        f'  note: from {helpers}:2:10: ok = assert(x > 0, what + " must be positive");'
+    ]
+    assert error.format().splitlines()[1:3] == ['    b = positive(-1, "b");', "        " + "^" * 17]
+
+
+def test_assert_on_sops_fails_when_evaluated_naming_input_and_position(tmp_path) -> None:
+    interpreter = run_with_helpers(tmp_path, "y = twice(tokens_int) * 10;\n")
+    y = interpreter.lookup("y")
+    assert evaluate([y], [[1, 2], [3]]) == [[[20, 40]], [[60]]]
+    with pytest.raises(RaspProgramError) as info:
+        evaluate([y], [[1, 2], [4, 5, -6, 0], [-1]])
+    error = info.value
+    assert error.message == (
+        "checked: x must be positive, at position 2, on input 1 ([4, 5, -6, 0])"
+    )
+    # reported at the user's call of `twice`, with the two library lines as notes
+    assert (error.span.line, error.span.column) == (2, 5)
+    helpers = tmp_path / "helpers.rasp"
+    assert error.notes == [
+        f"  note: from {helpers}:9:12: return checked(x) + checked(x);",
+        f'  note: from {helpers}:6:17: return x if assert(x > 0, "checked: x must be positive") else x;',
+    ]
+
+
+def test_assert_reports_at_the_innermost_call_in_the_users_file(tmp_path) -> None:
+    main = "def mine(v) {\n    return positive(v, \"v\");\n}\nc = mine(-3);\n"
+    with pytest.raises(RaspProgramError) as info:
+        run_with_helpers(tmp_path, main)
+    assert (info.value.span.line, info.value.span.column) == (3, 12)
+
+
+def test_assert_is_an_extension() -> None:
+    with pytest.raises(RaspNameError, match="Undefined variable: assert") as info:
+        run('x = assert(True, "m");', strict=True)
+    assert (info.value.span.line, info.value.span.column) == (1, 5)
+    # not reserved: a program's own `assert` wins
+    assert value('def assert(a, b) { return 5; }\nx = assert(False, "m");') == 5
+
+
+@pytest.mark.parametrize("text, message", [
+    ("x = assert(True);", r"wrong number of args for assert- expected: 2, got: 1\."),
+    ("x = assert(True, 3);", "assert expects a string message, got: 3"),
+    ('x = assert([1], "m");', r"assert expects an s-op or atom condition, got: \[1\]"),
+])
+def test_assert_arguments_are_checked(text: str, message: str) -> None:
+    with pytest.raises(RaspTypeError, match=message):
+        run(text)

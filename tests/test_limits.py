@@ -1,11 +1,13 @@
 """Atom-level resource limits: refused before the work starts, with location."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from rasp_sim.errors import RaspResourceError
 from rasp_sim.interpreter import Interpreter
-from rasp_sim.limits import MAX_COLLECTION_LENGTH
+from rasp_sim.limits import MAX_COLLECTION_LENGTH, MAX_FRACTION_BITS
 
 
 def run(text: str) -> Interpreter:
@@ -58,3 +60,77 @@ def test_sequences_in_maps_obey_the_same_limit():
     assert evaluate([interpreter.lookup("s")], [[1, 2]])[0][0] == [3, 6]
     with pytest.raises(RaspResourceError):
         evaluate([interpreter.lookup("t")], [[1, 2]])
+
+
+def _chain(first: str, step: str, count: int = 40) -> str:
+    return "\n".join([first] + [step] * count) + "\n"
+
+
+def _first_refused_line(first: Fraction, step, limit: int) -> int:
+    """The line of the first step whose operands' sizes add up beyond the limit (the
+    bound the check uses for products and sums): an oracle computed with Fractions."""
+    x = first
+    for line in range(2, 100):
+        size = max(x.numerator.bit_length(), x.denominator.bit_length())
+        if 2 * size > limit:
+            return line
+        x = step(x)
+    raise AssertionError("never refused")
+
+
+@pytest.mark.parametrize("step_text, step", [
+    ("x = x * x;", lambda x: x * x),
+    ("x = x + 1 / x;", lambda x: x + 1 / x),
+])
+def test_exact_mode_bounds_growing_rationals(step_text, step):
+    interpreter = Interpreter(exact=True, output=lambda line: None)
+    with pytest.raises(RaspResourceError) as info:
+        interpreter.run_source(_chain("x = 1 / 3;", step_text), "chain.rasp")
+    assert "would have a numerator or denominator of up to" in info.value.message
+    assert f"above the limit of {MAX_FRACTION_BITS:,} (rasp_sim.limits.MAX_FRACTION_BITS)" in info.value.message
+    line = _first_refused_line(Fraction(1, 3), step, MAX_FRACTION_BITS)
+    assert (info.value.span.file, info.value.span.line) == ("chain.rasp", line)
+
+
+def test_exact_mode_bounds_rationals_in_sops_per_input():
+    from rasp_sim.evaluate import evaluate
+
+    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter.run_source(_chain("y = tokens_int / 3;", "y = y * y;"), "chain.rasp")
+    with pytest.raises(RaspResourceError) as info:
+        evaluate([interpreter.lookup("y")], [[1], [2, 5]], exact=True)
+    message = info.value.message
+    assert "(rasp_sim.limits.MAX_FRACTION_BITS), on input 0 ([1])" in message
+    line = _first_refused_line(Fraction(1, 3), lambda x: x * x, MAX_FRACTION_BITS)
+    assert info.value.span.line == line
+
+
+def test_float_mode_is_untouched_by_the_rational_bound():
+    from rasp_sim.evaluate import evaluate
+
+    interpreter = Interpreter(output=lambda line: None)
+    interpreter.run_source(_chain("y = tokens_int / 3;", "y = y * y;"), "chain.rasp")
+    assert evaluate([interpreter.lookup("y")], [[2, 5]])[0][0] == [0.0, float("inf")]
+    interpreter.run_source(_chain("x = 1 / 3;", "x = x * x;"), "atoms.rasp")
+    assert interpreter.lookup("x") == 0.0
+
+
+@pytest.mark.parametrize("expression, fragment", [
+    ("(1 / 3) ^ 100000", "(1/3) ^ 100000 would have a numerator or denominator of up to 158,496 bits"),
+    ("(1 / 3) ^ -100000", "(1/3) ^ -100000 would have a numerator or denominator of up to 158,496 bits"),
+    ("3 ^ -(10 ^ 6)", "3 ^ -1000000 would have a numerator or denominator of up to 1,584,962 bits"),
+    ("4 ^ ((10 ^ 9 + 1) / 2)", "4 ^ (1000000001/2) would have a numerator or denominator of up to 1,000,000,001 bits"),
+])
+def test_exact_mode_bounds_rational_powers(expression, fragment):
+    interpreter = Interpreter(exact=True, output=lambda line: None)
+    with pytest.raises(RaspResourceError) as info:
+        interpreter.run_source(f"x = {expression};\n", "powers.rasp")
+    assert fragment in info.value.message
+
+
+def test_exact_mode_small_rational_powers_are_computed():
+    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter.run_source("a = (4 / 9) ^ (3 / 2);\nb = (2 / 3) ^ -3;\nc = (1 / 3) ^ 1000;\n", "p.rasp")
+    assert interpreter.lookup("a") == Fraction(8, 27)
+    assert interpreter.lookup("b") == Fraction(27, 8)
+    assert interpreter.lookup("c") == Fraction(1, 3**1000)

@@ -25,6 +25,8 @@ def atom_function(node: g.Map) -> Callable[..., Any]:
         return lambda x: semantics.index(params[0], x)
     if op == "member":
         return lambda x: semantics.member(x, params[0])
+    if op == "assert":
+        return lambda x: semantics.assertion(x, *params)
     if len(node.inputs) == 1:
         return lambda x: semantics.unary(op, x)
     return lambda a, b: semantics.binary(op, a, b)

@@ -7,8 +7,8 @@ validation):
   rasp_sim.semantics); where that evaluation fails, the Map is kept as it is;
 - `a if c else a` (both branches the same node, or equal constants of the same type) is
   `a`. This removes the library's input checks, `check(y, bad, msg)` = `y if ok else y`
-  with `ok` a dictionary lookup that fails where `bad`, and `alongside(v, x)` =
-  `v if x == x else v`.
+  with `ok` an `assert` (a dictionary lookup under --strict) that fails where `bad`,
+  and `alongside(v, x)` = `v if x == x else v`.
 
 Both rules keep the value wherever the original program is defined; dropping `c` can
 only remove errors, i.e. make the model defined on inputs the program rejects. Validation

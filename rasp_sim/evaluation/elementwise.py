@@ -59,6 +59,8 @@ def atom_function(op: str, params: Sequence[Any], exact: bool) -> Callable[..., 
         return lambda x: semantics.index(params[0], x)
     if op == "member":
         return lambda x: semantics.member(x, params[0])
+    if op == "assert":
+        return lambda x: semantics.assertion(x, *params)
     return lambda a, b: semantics.binary(op, a, b, exact=exact)
 
 
@@ -101,6 +103,8 @@ def _fast(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: boo
         return _fast_where(*cols)
     if op in ("lookup", "member"):
         return _via_unique(atom_function(op, params, exact), cols[0], exact)
+    if op == "assert":
+        return _assert(cols[0], *params)
     if op in _UNARY_OPS:
         return _fast_unary(op, cols[0], exact)
     return _fast_binary(op, cols[0], cols[1], exact)
@@ -111,6 +115,18 @@ def _fast_where(cond: np.ndarray, then: np.ndarray, otherwise: np.ndarray) -> np
     if t is None or then.dtype.kind != otherwise.dtype.kind or then.dtype.kind == "O":
         return None
     return np.where(t, then, otherwise)
+
+
+def _assert(condition: np.ndarray, message: str, notes: Sequence[str]) -> np.ndarray:
+    """The `assert` map: True everywhere, or the program's error naming the first
+    position (of the first input in the batch) where the condition is false."""
+    holds = truth(condition)
+    if holds is None:
+        holds = np.frompyfunc(semantics.indicator, 1, 1)(condition).astype(bool)
+    failing = np.argwhere(~holds)
+    if len(failing):
+        raise semantics.assertion_error(f"{message}, at position {failing[0][-1]}", notes)
+    return np.ones(condition.shape, dtype=bool)
 
 
 def _via_unique(fn: Callable[[Any], Any], x: np.ndarray, exact: bool) -> np.ndarray | None:

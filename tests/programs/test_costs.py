@@ -22,8 +22,8 @@ COSTS = [
     ("cofactor3(tokens_float)", 1, (4,)),
     ("det3(tokens_float)", 2, (4, 1)),
     ("inverse3(tokens_float)", 2, (5, 1)),
-    ("inverse(tokens_float, 2)", 7, (3, 1, 1, 3, 1, 1, 1)),
-    ("det(tokens_float, 3)", 8, (5, 1, 3, 3, 1, 3, 3, 1)),
+    ("inverse(tokens_float, 2)", 7, (4, 1, 1, 3, 1, 1, 1)),  # + 1 head: sum |M_ij|
+    ("det(tokens_float, 3)", 8, (6, 1, 3, 3, 1, 3, 3, 1)),
     # U (CONSTRUCTIONS.md 8.2): the reference head counts of its table
     ("attention_unshifted(tokens_float, 3, 3, 3, 3, 1)", 7, (12, 1, 6, 1, 1, 3, 1)),
     ("attention_unshifted(tokens_float, 4, 2, 3, 2, 1 / sqrt(3))", 7, (12, 1, 6, 1, 1, 4, 1)),

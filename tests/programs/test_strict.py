@@ -15,7 +15,7 @@ from rasp_sim.interpreter import Interpreter
 
 from lib_refs import assert_close, attention_ref, draw_matrix, layout, run1, softmax_rows
 
-EXTENSION_OPS = {"exp", "log", "sqrt", "abs"}
+EXTENSION_OPS = {"exp", "log", "sqrt", "abs", "assert"}
 
 
 def extension_uses(node: graph.Node) -> set[str]:
