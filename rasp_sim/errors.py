@@ -19,7 +19,15 @@ class Span:
     end_line: int
     end_column: int
 
+    @classmethod
+    def whole_file(cls, file: str) -> "Span":
+        """The location of an error about a file as a whole (unreadable, too large):
+        line 0, printed as the file name alone."""
+        return cls(file, 0, 0, 0, 0)
+
     def __str__(self) -> str:
+        if self.line == 0:
+            return self.file
         return f"{self.file}:{self.line}:{self.column}"
 
 

@@ -2,7 +2,8 @@
 
 Public API:
 
-- `Interpreter(*, exact=False, strict=False, repl=False, output=None, example=None)`
+- `Interpreter(*, exact=False, strict=False, repl=False, output=None, example=None,
+  sandbox=None)`
   - `exact`: float literals are Fractions and atom arithmetic is exact (`1/3*3 == 1`);
   - `strict`: no extensions (`exp`, `sum`, `aggregate (` ...: "Undefined variable");
   - `repl`: REPL mode (LANGUAGE.md 6.14): every s-op/selector subexpression is checked
@@ -11,8 +12,11 @@ Public API:
     statements, `draw` and `show example` display;
   - `output`: a callable taking one line of text, or a stream with `write`; default stdout;
   - `example`: the running example; by default "hello" in the REPL, and none in run
-    mode until the program runs `set example`.
-- `run_source(text, file)`, `run_file(path)`: run a whole program in the top scope.
+    mode until the program runs `set example`;
+  - `sandbox`: a folder: `load` reads only `.rasp` files inside it (subfolders included)
+    or in the bundled library, after resolving symlinks and `..` (`--sandbox`).
+- `run_source(text, file)`, `run_file(path)`: run a whole program in the top scope
+  (files are read by `rasp_sim.program_files.read_program`).
 - `execute(statement)`: run one parsed statement in the top scope (the REPL's entry).
 - `lookup(name)`: a top-level binding (RaspNameError if unbound).
 - `last_assigned_name`: the name of the last top-level assignment, or None.
@@ -48,6 +52,7 @@ from .errors import (
 )
 from .evaluate import evaluate_one
 from .parser import parse
+from .program_files import read_program, sandbox_refusal
 from .values import (
     Applied, Function, describe, is_atom, is_graph, kind_name, set_display_name,
 )
@@ -95,6 +100,7 @@ class Interpreter:
         repl: bool = False,
         output: Callable[[str], Any] | TextIO | None = None,
         example: Any = None,
+        sandbox: str | os.PathLike | None = None,
     ):
         self.exact = exact
         self.strict = strict
@@ -121,6 +127,7 @@ class Interpreter:
         self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
+        self._sandbox = None if sandbox is None else Path(sandbox).resolve()
         self._make_environments()
 
     # ------------------------------------------------------------------ environments
@@ -176,12 +183,7 @@ class Interpreter:
             self._files.pop()
 
     def run_file(self, path: str | os.PathLike) -> None:
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as error:
-            raise RaspLoadError(f"could not read file: {path} ({error.strerror})") from None
-        self.run_source(text, str(path))
+        self.run_source(read_program(path), str(path))
 
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and display what it produced."""
@@ -346,25 +348,46 @@ class Interpreter:
 
     def _find_file(self, name: str, span: Span) -> Path:
         filename = name + ".rasp"
-        folders = [Path.cwd()]
         library = _library_folder()
+        # The current folder, as the original (relative, so messages stay short); a
+        # sandbox searches only the program's folders and the library.
+        folders = [] if self._sandbox is not None else [Path()]
         if library is not None and self.strict:
             # the library's portable versions come first (programs/numerics.rasp)
             folders.append(library / "strict")
+        # extension: relative to the loader (the sandbox's folder at the REPL prompt)
         if self._files:
-            folders.append(self._files[-1].parent)  # extension: relative to the loader
+            folders.append(self._files[-1].parent)
+        elif self._sandbox is not None:
+            folders.append(self._sandbox)
         if library is not None:
             folders.append(library)  # extension: the bundled library, `load "linalg";`
+        roots = [] if self._sandbox is None else [
+            self._sandbox, *([library.resolve()] if library is not None else [])]
         for folder in folders:
             candidate = folder / filename
-            if candidate.is_file():
+            if self._sandbox is not None:
+                refusal = sandbox_refusal(candidate, roots)
+                if refusal is not None:
+                    raise RaspLoadError(f"--sandbox refuses to load {name!r}: {refusal}", span)
+            if candidate.exists():  # not only regular files: read_program says what is wrong
                 return candidate
         raise RaspLoadError(f"could not find file: {filename}", span)
+
+    def _check_cycle(self, path: Path, span: Span) -> None:
+        """A file that (indirectly) loads itself would recurse until the stack runs out;
+        loading one file twice side by side (a diamond) re-runs it, as the original."""
+        running = [file.resolve() for file in self._files]
+        target = path.resolve()
+        if target in running:
+            chain = [*self._files[running.index(target):], path]
+            raise RaspLoadError("load cycle: " + " -> ".join(str(f) for f in chain), span)
 
     def _load(self, name: str, env: Environment, span: Span) -> None:
         """Run `name.rasp` in a fresh child of the base scope, exporting to `env` (6.13)."""
         path = self._find_file(name, span)
-        program = parse(path.read_text(), str(path), strict=self.strict)
+        self._check_cycle(path, span)
+        program = parse(read_program(path, at=span), str(path), strict=self.strict)
         file_env = Environment(self.base, name=name, exporter=env)
         saved = (self.settings.sop_examples, self.settings.selector_examples)
         self.settings.sop_examples = self.settings.selector_examples = False

@@ -4,6 +4,7 @@ Public API:
     parse(text, file="<input>", *, strict=False) -> ast.Program
     parse_expression(text, file="<input>", *, strict=False) -> ast.Expr
     is_incomplete(text) -> bool
+    IncrementalCheck().add_line(line) -> bool: `is_incomplete` of the lines so far
 
 Every AST node carries a `Span`. Lark's errors become `RaspSyntaxError` with the span of
 the offending token and a message naming what was found and what was expected
@@ -12,14 +13,15 @@ the offending token and a message naming what was found and what was expected
 """
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Iterator
 from pathlib import Path
 
 from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark.lexer import BasicLexer, LexerThread
 from lark.exceptions import (
     UnexpectedCharacters,
-    UnexpectedEOF,
     UnexpectedInput,
     UnexpectedToken,
     VisitError,
@@ -60,36 +62,56 @@ class _SetExampleCloser:
     always_accept = ()
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
-        armed = False        # saw `set` (and maybe a target), waiting for `example`
-        watching = False     # inside the example expression
-        depth = open_ifs = 0
-        prev: Token | None = None
+        state = _SetExampleState()
         for tok in stream:
-            if watching and self._complete(prev, depth, open_ifs) and (
-                tok.line > prev.end_line or tok.type not in _CONTINUES
-            ):
-                yield Token.new_borrow_pos("_SET_END", "", prev)
-                watching = False
-            if tok.type == "SET":
-                armed = True
-            elif armed and tok.type == "EXAMPLE":
-                armed, watching, depth, open_ifs = False, True, 0, 0
-            elif tok.type not in ("S_OP", "SELECTOR"):
-                armed = False
-            if watching:
-                depth += (tok.type in _OPENERS) - (tok.type in _CLOSERS)
-                if depth == 0 and tok.type in ("IF", "ELSE"):
-                    open_ifs += 1 if tok.type == "IF" else -1
-                if depth < 0 or tok.type == "SEMICOLON":
-                    watching = False     # the parser reports the error
-            prev = tok
-            yield tok
-        if watching and self._complete(prev, depth, open_ifs):
-            yield Token.new_borrow_pos("_SET_END", "", prev)
+            yield from state.feed(tok)
+        yield from state.finish()
 
-    @staticmethod
-    def _complete(prev: Token | None, depth: int, open_ifs: int) -> bool:
-        return prev is not None and depth == 0 and open_ifs == 0 and prev.type in _ENDS_OPERAND
+
+class _SetExampleState:
+    """The closer's state, advanced one token at a time (`IncrementalCheck` feeds the
+    REPL's input a line at a time and needs to pause between lines)."""
+
+    def __init__(self) -> None:
+        self.armed = False     # saw `set` (and maybe a target), waiting for `example`
+        self.watching = False  # inside the example expression
+        self.depth = self.open_ifs = 0
+        self.prev: Token | None = None
+
+    def feed(self, tok: Token) -> list[Token]:
+        """The tokens to pass on for `tok`: `tok`, preceded by _SET_END where the example
+        ended before it."""
+        out = []
+        if self.watching and self._complete() and (
+            tok.line > self.prev.end_line or tok.type not in _CONTINUES
+        ):
+            out.append(Token.new_borrow_pos("_SET_END", "", self.prev))
+            self.watching = False
+        if tok.type == "SET":
+            self.armed = True
+        elif self.armed and tok.type == "EXAMPLE":
+            self.armed, self.watching, self.depth, self.open_ifs = False, True, 0, 0
+        elif tok.type not in ("S_OP", "SELECTOR"):
+            self.armed = False
+        if self.watching:
+            self.depth += (tok.type in _OPENERS) - (tok.type in _CLOSERS)
+            if self.depth == 0 and tok.type in ("IF", "ELSE"):
+                self.open_ifs += 1 if tok.type == "IF" else -1
+            if self.depth < 0 or tok.type == "SEMICOLON":
+                self.watching = False     # the parser reports the error
+        self.prev = tok
+        out.append(tok)
+        return out
+
+    def finish(self) -> list[Token]:
+        """The tokens to pass on at the end of the input."""
+        if self.watching and self._complete():
+            return [Token.new_borrow_pos("_SET_END", "", self.prev)]
+        return []
+
+    def _complete(self) -> bool:
+        return (self.prev is not None and self.depth == 0 and self.open_ifs == 0
+                and self.prev.type in _ENDS_OPERAND)
 
 
 @functools.cache
@@ -330,12 +352,57 @@ def parse_expression(text: str, file: str = "<input>", *, strict: bool = False) 
 def is_incomplete(text: str) -> bool:
     """True when `text` is an unfinished statement: the parse ran into the end of input
     (a missing ';', an open bracket or body). The REPL then asks for another line."""
-    try:
-        _lark().parse(text, start="start")
-    except UnexpectedToken as exc:
-        return exc.token.type == "$END"
-    except UnexpectedEOF:
-        return True
-    except UnexpectedCharacters:
+    check = IncrementalCheck()
+    incomplete = False
+    for line in text.split("\n"):
+        incomplete = check.add_line(line)
+    return incomplete
+
+
+class IncrementalCheck:
+    """`is_incomplete` for text that arrives a line at a time, at a cost proportional to
+    each line, not to all the text so far: pasting an n-line definition into the REPL
+    is O(n) (re-parsing the whole text on every line was O(n^2)).
+
+    Each line is lexed once and its tokens are fed to an LALR parser that keeps its
+    state between lines; the verdict for the text so far is that of a copy of the parser
+    fed the end of input. No tokens span lines (strings and comments stop at a line
+    break), so the lines' tokens are exactly those of the whole text."""
+
+    def __init__(self) -> None:
+        self._parser = _lark().parse_interactive(start="start")
+        # No tree building: only accept or reject matters (as Lark's own `accepts`).
+        conf = copy.copy(self._parser.parser_state.parse_conf)
+        conf.callbacks = {}
+        self._parser.parser_state.parse_conf = conf
+        self._closer = _SetExampleState()
+        self._lines = 0
+        self._failed = False  # a syntax error: complete, parse() reports it
+
+    def add_line(self, line: str) -> bool:
+        """Add one line (without its line break); True while the text is unfinished."""
+        self._lines += 1
+        if self._failed:
+            return False
+        try:
+            for tok in LexerThread.from_text(_line_lexer(), line).lex(None):
+                tok.line, tok.end_line = self._lines, self._lines
+                for passed in self._closer.feed(tok):
+                    self._parser.feed_token(passed)
+        except (UnexpectedToken, UnexpectedCharacters):
+            self._failed = True
+            return False
+        probe = self._parser.copy(deepcopy_values=False)  # a copy of the stacks only
+        try:
+            for passed in copy.copy(self._closer).finish():
+                probe.feed_token(passed)
+            probe.feed_eof(self._closer.prev)
+        except UnexpectedToken as exc:
+            return exc.token.type == "$END"
         return False
-    return False
+
+
+@functools.cache
+def _line_lexer() -> BasicLexer:
+    """The parser's lexer without the post-lexer (`IncrementalCheck` runs the closer)."""
+    return BasicLexer(_lark().lexer_conf)

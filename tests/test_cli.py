@@ -204,3 +204,53 @@ def test_the_cli_imports_neither_jax_nor_tracr(tmp_path):
     from heavy_imports import heavy_modules_after
 
     assert heavy_modules_after("import rasp_sim.cli; rasp_sim.cli.build_parser()", tmp_path) == []
+
+
+# ---------------------------------------------------------------------------- --sandbox
+
+
+@pytest.fixture
+def escaping_program(tmp_path: Path) -> Path:
+    """prog/main.rasp loads a file outside its folder."""
+    (tmp_path / "outside.rasp").write_text("o = indices;\n")
+    (tmp_path / "prog").mkdir()
+    main_file = tmp_path / "prog" / "main.rasp"
+    main_file.write_text('load "../outside";\nx = o;\n')
+    return main_file
+
+
+@pytest.mark.parametrize("command", [["run", "--input", "ab"], ["analyse"],
+                                     ["draw", "-o", "x.dot"]])
+def test_sandbox_option_confines_load_on_every_command(capsys, escaping_program, command,
+                                                       monkeypatch):
+    monkeypatch.chdir(escaping_program.parent)
+    name, *rest = command
+    assert run_cli(capsys, name, str(escaping_program), *rest)[0] == 0  # no sandbox: loads
+    code, _, err = run_cli(capsys, name, str(escaping_program), *rest, "--sandbox")
+    assert code == 1
+    assert err.startswith(f"{escaping_program}:1:1: load error: --sandbox refuses to load "
+                          f"'../outside': {escaping_program.parent / '../outside.rasp'} is "
+                          f"outside {escaping_program.parent.resolve()} or ")
+
+
+def test_repl_sandbox_is_the_file_folder_also_at_the_prompt(capsys, escaping_program,
+                                                            monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO('load "../outside";\ny = 1;\n'))
+    code, out, _ = run_cli(capsys, "repl", str(escaping_program), "--sandbox")
+    assert code == 0
+    assert out.count("load error: --sandbox refuses to load '../outside'") == 2
+    assert "value: y =  1" in out  # the session went on
+
+
+def test_compile_and_verify_take_the_sandbox_option(escaping_program):
+    from rasp_sim.cli import build_parser
+    from rasp_sim.cli.compile import _program
+    from rasp_sim.errors import RaspLoadError
+
+    parser = build_parser()
+    for argv in (["compile", "p.rasp", "--name", "x", "--vocab", "a", "--max-len", "2"],
+                 ["verify", "m.npz", "p.rasp", "--name", "x"]):
+        assert parser.parse_args([*argv, "--sandbox"]).sandbox is True
+        assert parser.parse_args(argv).sandbox is False
+    with pytest.raises(RaspLoadError, match="--sandbox refuses to load '../outside'"):
+        _program(str(escaping_program), "x", sandbox=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rasp_sim import interpreter as interpreter_module
-from rasp_sim.errors import RaspLoadError, RaspNameError
+from rasp_sim.errors import RaspError, RaspLoadError, RaspNameError
 
 from .interp_helpers import run
 
@@ -117,3 +117,128 @@ def test_repl_load_with_an_error_prints_every_binding(in_tmp: Path) -> None:
 def test_run_mode_loads_silently(in_tmp: Path) -> None:
     write(in_tmp, "quiet", "a = 1; a;")
     assert run('load "quiet";').lines == []
+
+
+# ---------------------------------------------------------------------------- cycles
+
+
+def test_a_file_that_loads_itself_is_a_load_cycle(in_tmp: Path) -> None:
+    write(in_tmp, "self", 'x = 1;\nload "self";\n')
+    interpreter = interpreter_module.Interpreter(output=lambda line: None)
+    with pytest.raises(RaspLoadError) as info:
+        interpreter.run_file("self.rasp")
+    assert info.value.format().splitlines() == [
+        "self.rasp:2:1: load error: load cycle: self.rasp -> self.rasp",
+        '    load "self";', "    ^^^^^^^^^^^^"]
+
+
+def test_a_cycle_through_two_files_is_located_at_the_load_that_closes_it(in_tmp: Path) -> None:
+    write(in_tmp, "a", 'load "b";\n')
+    write(in_tmp, "b", 'x = 1;\nload "a";\n')
+    with pytest.raises(RaspLoadError) as info:
+        run('load "a";')
+    assert info.value.message == "load cycle: a.rasp -> b.rasp -> a.rasp"
+    assert (info.value.span.file, info.value.span.line) == ("b.rasp", 2)
+    # The REPL reports it and the session goes on.
+    lines = run('load "a";', repl=True).lines
+    assert any("load cycle: a.rasp -> b.rasp -> a.rasp" in line for line in lines)
+
+
+def test_a_symlink_to_a_loading_file_is_the_same_file(in_tmp: Path) -> None:
+    write(in_tmp, "a", 'load "alias";\n')
+    (in_tmp / "alias.rasp").symlink_to(in_tmp / "a.rasp")
+    with pytest.raises(RaspLoadError) as info:
+        run('load "a";')
+    assert info.value.message == "load cycle: a.rasp -> alias.rasp"
+
+
+def test_a_diamond_reruns_the_shared_file_as_the_original(in_tmp: Path) -> None:
+    """top loads left and right, which both load base: not a cycle. The original runs
+    base twice (every load runs its file); the REPL shows its binding each time."""
+    write(in_tmp, "base", "shared = 7;\n")
+    write(in_tmp, "left", 'load "base";\nl = shared;\n')
+    write(in_tmp, "right", 'load "base";\nr = shared + 1;\n')
+    interpreter = run('load "left";\nload "right";', repl=True)
+    assert (interpreter.lookup("l"), interpreter.lookup("r")) == (7, 8)
+    assert interpreter.lines.count("    value: shared =  7") == 2
+
+
+# ---------------------------------------------------------------------------- --sandbox
+
+SECRET = "root:x:0:0:the secret line"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A program folder `prog` (with a subfolder) next to files outside it; the current
+    folder is elsewhere."""
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    (tmp_path / "secret.txt").write_text(SECRET + "\n")
+    write(tmp_path, "outside", "o = 1;\n")
+    write(tmp_path / "prog", "helper", "h = 2;\n")
+    write(tmp_path / "prog" / "sub", "inner", 'load "../helper";\ni = h + 1;\n')
+    return tmp_path / "prog"
+
+
+def sandboxed(project: Path, text: str) -> interpreter_module.Interpreter:
+    """Run `text` as the program `project/main.rasp` under --sandbox."""
+    main = write(project, "main", text)
+    interpreter = interpreter_module.Interpreter(output=lambda line: None, sandbox=project)
+    interpreter.run_file(main)
+    return interpreter
+
+
+def test_sandbox_allows_the_program_folder_its_subfolders_and_the_library(project: Path) -> None:
+    interpreter = sandboxed(project, 'load "helper";\nload "sub/inner";\nload "classic";\n'
+                            "x = i;\n")
+    assert interpreter.lookup("x") == 3
+    assert interpreter.lookup("reverse") is not None  # from the bundled classic.rasp
+
+
+@pytest.mark.parametrize("name", ["../outside", "sub/../../outside", "ABSOLUTE"])
+def test_sandbox_refuses_paths_that_escape(project: Path, name: str) -> None:
+    if name == "ABSOLUTE":
+        name = str(project.parent / "outside")
+    with pytest.raises(RaspLoadError) as info:
+        sandboxed(project, f'x = 1;\nload "{name}";\n')
+    message = info.value.format().splitlines()[0]
+    assert message.startswith(f"{project / 'main.rasp'}:2:1: load error: --sandbox refuses "
+                              f"to load {name!r}: ")
+    assert f"is outside {project.resolve()} or " in message
+    assert f"(resolves to {(project.parent / 'outside.rasp').resolve()})" in message
+    # Without the sandbox the same program loads the file.
+    interpreter = interpreter_module.Interpreter(output=lambda line: None)
+    interpreter.run_file(project / "main.rasp")
+    assert interpreter.lookup("o") == 1
+
+
+def test_sandbox_refuses_a_symlink_out_and_never_shows_the_file(project: Path) -> None:
+    (project / "pw.rasp").symlink_to(project.parent / "secret.txt")
+    # Without the sandbox, the syntax error quotes the other file's line: the leak.
+    with pytest.raises(RaspError) as info:
+        interpreter_module.Interpreter(output=lambda line: None).run_file(
+            write(project, "main", 'load "pw";\n'))
+    assert SECRET in info.value.format()
+    with pytest.raises(RaspLoadError) as info:
+        sandboxed(project, 'load "pw";\n')
+    assert "--sandbox refuses to load 'pw': " in info.value.message
+    assert "is outside" in info.value.message and SECRET not in info.value.format()
+
+
+def test_sandbox_refuses_a_symlink_inside_to_a_file_that_is_not_rasp(project: Path) -> None:
+    (project / "data.txt").write_text(SECRET + "\n")
+    (project / "data.rasp").symlink_to(project / "data.txt")
+    with pytest.raises(RaspLoadError) as info:
+        sandboxed(project, 'load "data";\n')
+    assert info.value.message == (
+        f"--sandbox refuses to load 'data': {project / 'data.rasp'} resolves to "
+        f"{(project / 'data.txt').resolve()}, which is not a .rasp file")
+    assert SECRET not in info.value.format()
+
+
+def test_sandbox_does_not_search_the_current_folder(project: Path) -> None:
+    write(Path.cwd(), "cwd_only", "c = 1;\n")
+    assert run('load "cwd_only"; x = c;').lookup("x") == 1  # the original's search
+    with pytest.raises(RaspLoadError, match="could not find file: cwd_only.rasp"):
+        sandboxed(project, 'load "cwd_only";\n')

@@ -10,11 +10,15 @@ from ast_text import strip_spans, unparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+from lark.parsers.lalr_parser_state import ParserState
 from program_strategy import expressions, mutated_programs, programs
 
 from rasp_sim import ast
 from rasp_sim.errors import RaspSyntaxError, Span
-from rasp_sim.parser import GRAMMAR_PATH, is_incomplete, parse, parse_expression
+from rasp_sim.parser import (
+    GRAMMAR_PATH, IncrementalCheck, _lark, is_incomplete, parse, parse_expression,
+)
 
 
 def only(text: str, **options) -> ast.Statement:
@@ -611,6 +615,55 @@ def test_is_incomplete(text, incomplete):
     assert is_incomplete(text) is incomplete
 
 
+def whole_text_incomplete(text: str) -> bool:
+    """The oracle for `IncrementalCheck`: parse all of `text` at once (what the REPL did
+    on every line) and see whether the parse ran into the end of the input."""
+    try:
+        _lark().parse(text, start="start")
+    except UnexpectedToken as exc:
+        return exc.token.type == "$END"
+    except UnexpectedCharacters:
+        return False
+    return False
+
+
+def assert_line_by_line_agrees(text: str) -> None:
+    check = IncrementalCheck()
+    lines = text.split("\n")
+    for count, line in enumerate(lines, start=1):
+        prefix = "\n".join(lines[:count])
+        assert check.add_line(line) is whole_text_incomplete(prefix), prefix
+
+
+@pytest.mark.parametrize("text", [
+    'set example [1,\n2]\nx = 1;', 'set example "a"\n(x);', "set example [1]\n[2]\n;", "set example [1] + \n[2]\n",
+    "def f(x) {\n  # c\n  y = x;\n  return y;\n}\nz = f(1)", "x = (1\n 2);", "x = 'a\ny = 1;",
+    "for x in [1] {\n}\n", "",
+])
+def test_incremental_check_agrees_with_parsing_the_whole_text(text):
+    assert_line_by_line_agrees(text)
+
+
+def test_incremental_check_work_is_linear_in_the_text(monkeypatch):
+    """Every line's tokens go through the LALR parser once (plus a few tokens of the
+    end-of-input probe), where re-parsing the text so far on each line fed about
+    lines^2 / 2 lines' worth of tokens."""
+    fed = []
+    feed_token = ParserState.feed_token
+    monkeypatch.setattr(ParserState, "feed_token",
+                        lambda self, token, is_end=False: fed.append(token.type)
+                        or feed_token(self, token, is_end))
+    n = 2000
+    lines = ["def f(x) {", *(f"    y{i} = x + {i};" for i in range(n)), "    return y0;", "}"]
+    check = IncrementalCheck()
+    verdicts = [check.add_line(line) for line in lines]
+    assert verdicts == [True] * (len(lines) - 1) + [False]
+    tokens = sum(1 for t in fed if t != "$END")
+    probes = fed.count("$END")
+    assert probes == len(lines)
+    assert tokens == len(list(_lark().lex("\n".join(lines))))  # each token once
+
+
 # ------------------------------------------------------------------ a realistic program
 
 REALISTIC_PROGRAM = """\
@@ -756,3 +809,9 @@ def test_mutated_programs_parse_or_raise_syntax_errors(text, strict):
         assert error.span is not None and error.span.line >= 1 and error.span.column >= 1
         assert error.format()
     assert is_incomplete(text) in (True, False)
+
+
+@FAST
+@given(st.one_of(mutated_programs(), programs(repl_statements=True)))
+def test_incremental_check_agrees_on_random_programs(text):
+    assert_line_by_line_agrees(text)

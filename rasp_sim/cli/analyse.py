@@ -5,7 +5,7 @@ import argparse
 import json
 
 from .inputs import parse_input
-from .program import load_named_node
+from .program import add_sandbox_option, load_named_node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,12 +38,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="the s-op or selector (default: the last "
                         "one assigned)")
     parser.add_argument("--strict", action="store_true", help="disable every extension")
+    add_sandbox_option(parser)
 
 
 def run_analyse(args: argparse.Namespace) -> int:
     from ..analyse import analyse, format_table
 
-    name, node = load_named_node(args.file, args.name, strict=args.strict)
+    name, node = load_named_node(args.file, args.name, strict=args.strict,
+                                 sandbox=args.sandbox)
     analysis = analyse(node)
     if args.json:
         print(json.dumps({"name": name, **analysis.to_json()}, indent=2))
@@ -59,7 +61,7 @@ def run_draw(args: argparse.Namespace) -> int:
     from ..evaluate import evaluate
     from ..graph import ancestors
 
-    _, node = load_named_node(args.file, args.name, strict=args.strict)
+    _, node = load_named_node(args.file, args.name, strict=args.strict, sandbox=args.sandbox)
     analysis = analyse(node)
     values = None
     if args.input is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import RaspError
 from ..graph import SOp
 from . import UsageError
-from .program import load_named_node
+from .program import add_sandbox_option, load_named_node
 from .run import add_unvalidated_option
 
 
@@ -84,10 +84,11 @@ def _add_validation_options(parser: argparse.ArgumentParser) -> None:
                         "their domain is never exhausted)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_sandbox_option(parser)
 
 
-def _program(file: str, name: str) -> SOp:
-    node = load_named_node(file, name)[1]
+def _program(file: str, name: str, sandbox: bool) -> SOp:
+    node = load_named_node(file, name, sandbox=sandbox)[1]
     if not isinstance(node, SOp):
         raise RaspError(f"'{name}' in {file} is a selector; only s-ops can be compiled",
                         node.span)
@@ -107,7 +108,7 @@ def run_compile(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
-    root = _program(args.file, args.name)
+    root = _program(args.file, args.name, args.sandbox)
     numeric = None
     if args.numeric_tokens:
         low, high = _token_range(args.token_range)
@@ -160,10 +161,11 @@ def _at_call_site(error: RaspError, file: str, name: str) -> RaspError:
     from ..ast import Assign
     from ..errors import quote
     from ..parser import parse
+    from ..program_files import read_program
 
     try:
-        program = parse(Path(file).read_text(encoding="utf-8"), file)
-    except (OSError, UnicodeDecodeError, RaspError):
+        program = parse(read_program(file), file)
+    except RaspError:
         return error
     binding = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
     if not binding:
@@ -189,7 +191,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
-    root = _program(args.file, args.name)
+    root = _program(args.file, args.name, args.sandbox)
     from ..compiler.tracr_backend.runtime import load_compiled
 
     model, warning = load_compiled(args.model, args.allow_unvalidated)

@@ -3,7 +3,9 @@
 It behaves like the original's REPL (LANGUAGE.md 3.2, 6.14): every s-op or selector is
 evaluated on the running example as it is defined, and a definition that fails there is
 reported and not bound. Lines accumulate until they form complete statements (the `.. `
-prompt); a syntax error discards the accumulated text. Errors never end the session.
+prompt); a syntax error discards the accumulated text. Errors never end the session;
+Ctrl-C interrupts the running statement (or discards the unfinished input at the
+prompt) and keeps the session; end of input (Ctrl-D) or `exit` ends it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from ..errors import RaspError
+from .program import sandbox_folder
 from .run import add_language_options
 
 PROMPT, CONTINUATION = ">> ", ".. "
@@ -35,48 +38,67 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_repl(args: argparse.Namespace) -> int:
     from ..interpreter import Interpreter
 
-    interpreter = Interpreter(exact=args.exact, strict=args.strict, repl=True)
+    interpreter = Interpreter(exact=args.exact, strict=args.strict, repl=True,
+                              sandbox=sandbox_folder(args.file, args.sandbox))
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history()
         print('rasp-sim RASP REPL. Running example: "hello". `exit` or Ctrl-D to quit.')
     if args.file:
-        _report_errors(lambda: interpreter.run_file(args.file))
+        _report_errors(lambda: interpreter.run_file(args.file), sys.stdout)
     session(interpreter, _line_reader(interactive), sys.stdout)
     return 0
 
 
 def session(interpreter, read_line: Callable[[str], str | None], out: TextIO) -> None:
     """Read statements with `read_line(prompt)` (None at end of input) and run them."""
-    from ..parser import is_incomplete, parse
+    from ..parser import IncrementalCheck
 
-    pending = ""
+    pending: list[str] = []
+    check = IncrementalCheck()
     while not interpreter.exit_requested:
-        line = read_line(CONTINUATION if pending else PROMPT)
+        try:
+            line = read_line(CONTINUATION if pending else PROMPT)
+        except KeyboardInterrupt:  # at the prompt: drop the unfinished input, as Python
+            print(file=out)
+            pending, check = [], IncrementalCheck()
+            continue
         if line is None:
             break
-        pending += line + "\n"
-        if not pending.strip() or is_incomplete(pending):
-            if not pending.strip():
-                pending = ""
+        if not pending and not line.strip():
             continue
-        text, pending = pending, ""
-
-        def run_chunk() -> None:
-            program = parse(text, "<repl>", strict=interpreter.strict)
-            for statement in program.statements:
-                _report_errors(lambda: interpreter.execute(statement), out)
-                if interpreter.exit_requested:
-                    break
-
-        _report_errors(run_chunk, out)
+        pending.append(line)
+        if check.add_line(line):
+            continue
+        text = "\n".join(pending) + "\n"
+        pending, check = [], IncrementalCheck()
+        _report_errors(lambda: _run_chunk(interpreter, text, out), out)
 
 
-def _report_errors(action: Callable[[], None], out: TextIO = sys.stdout) -> None:
+def _run_chunk(interpreter, text: str, out: TextIO) -> None:
+    """Parse a complete chunk of input and run its statements; one that fails is
+    reported and the next runs (Ctrl-C stops them all)."""
+    from ..parser import parse
+
+    program = parse(text, "<repl>", strict=interpreter.strict)
+    for statement in program.statements:
+        try:
+            interpreter.execute(statement)
+        except RaspError as error:
+            print(error.format(), file=out)
+        if interpreter.exit_requested:
+            break
+
+
+def _report_errors(action: Callable[[], None], out: TextIO) -> None:
+    """Run `action`; a RaspError is printed, Ctrl-C (KeyboardInterrupt) stops it and
+    prints `interrupted`: neither ends the session, and earlier definitions stay."""
     try:
         action()
     except RaspError as error:
         print(error.format(), file=out)
+    except KeyboardInterrupt:
+        print("interrupted", file=out)
 
 
 def _line_reader(interactive: bool) -> Callable[[str], str | None]:

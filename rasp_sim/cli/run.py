@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 from ..display import type_label
 from . import UsageError
 from .inputs import parse_input, read_inputs_file
+from .program import add_sandbox_option
 
 # Inputs are evaluated in chunks of this many so the progress bar can advance; the
 # evaluator itself splits a chunk further where memory requires.
@@ -44,6 +45,7 @@ def add_language_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="disable every extension: accept only what the original RASP "
                         "accepts")
+    add_sandbox_option(parser)
 
 
 def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         from .program import load_named_node
 
         name, node = load_named_node(args.file, args.name, exact=args.exact,
-                                     strict=args.strict)
+                                     strict=args.strict, sandbox=args.sandbox)
 
         def evaluate_chunk(chunk: list) -> list:
             results = evaluate([node], chunk, exact=args.exact,

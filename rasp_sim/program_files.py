@@ -1,0 +1,100 @@
+"""Reading RASP program files, and the `--sandbox` rule for the files `load` may read.
+
+Every program file rasp-sim reads (a command's FILE, the REPL's FILE, a `load`ed file)
+goes through `read_program`: only regular files are opened for reading (a FIFO or a
+device would block or never end), the size is checked against `MAX_PROGRAM_BYTES`
+before anything is read, and the text must be UTF-8. Each failure is a `RaspError`
+located at the file itself, or at the `load` statement that asked for it.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Sequence
+
+from .errors import RaspError, RaspLoadError, RaspResourceError, Span
+
+# Largest program file read; real programs are a few KiB, the library's largest ~30 KiB.
+MAX_PROGRAM_BYTES = 10 * 2**20  # 10 MiB
+_LIMIT_TEXT = "10 MiB"
+
+# Opening a FIFO for reading blocks until a writer appears; O_NONBLOCK makes the open
+# return at once, so the file type can be checked first (no effect on regular files).
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
+def read_program(path: str | os.PathLike, at: Span | None = None) -> str:
+    """The UTF-8 text of the program file `path`.
+
+    Errors (RaspLoadError; RaspResourceError above the size limit) are located at `at`,
+    the `load` statement that reads the file, naming the file; without `at`, at the file
+    itself (`FILE: ...`, or `FILE:LINE:COL: ...` for the first byte that is not UTF-8).
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as error:
+        raise _failure(RaspLoadError, path, at, _os_reason(error)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _failure(RaspLoadError, path, at, "a directory, not a program file")
+        if not stat.S_ISREG(info.st_mode):
+            raise _failure(RaspLoadError, path, at, "not a regular file (a FIFO, socket or "
+                           "device): only regular files are read as programs")
+        _check_size(info.st_size, path, at, exact=True)
+        with open(fd, "rb", closefd=False) as stream:
+            data = stream.read(MAX_PROGRAM_BYTES + 1)  # the file may grow after fstat
+        _check_size(len(data), path, at, exact=False)
+    except OSError as error:
+        raise _failure(RaspLoadError, path, at, _os_reason(error)) from None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        line = data.count(b"\n", 0, error.start) + 1
+        # The prefix before the first bad byte decodes: count its characters.
+        column = len(data[line_start:error.start].decode("utf-8")) + 1
+        raise _failure(RaspLoadError, path, at,
+                       f"not UTF-8 text: byte 0x{data[error.start]:02x} cannot be decoded "
+                       "(program files must be UTF-8)", line, column) from None
+
+
+def sandbox_refusal(candidate: Path, roots: Sequence[Path]) -> str | None:
+    """Why `--sandbox` refuses to load `candidate` (None if it may be loaded): it must
+    resolve (symlinks followed, `..` removed) inside one of the `roots` (resolved
+    folders), and to a `.rasp` file, so no other file's contents can reach an error
+    message."""
+    resolved = candidate.resolve()
+    if not any(resolved.is_relative_to(root) for root in roots):
+        inside = " or ".join(str(root) for root in roots)
+        return f"{candidate} is outside {inside} (resolves to {resolved})"
+    if resolved.suffix != ".rasp":
+        return f"{candidate} resolves to {resolved}, which is not a .rasp file"
+    return None
+
+
+def _check_size(size: int, path: Path, at: Span | None, *, exact: bool) -> None:
+    if size > MAX_PROGRAM_BYTES:
+        raise _failure(RaspResourceError, path, at,
+                       f"the file has {size:,} bytes{'' if exact else ' or more'}, above "
+                       f"the limit of "
+                       f"{MAX_PROGRAM_BYTES:,} bytes ({_LIMIT_TEXT}) on program files "
+                       "(rasp_sim.program_files.MAX_PROGRAM_BYTES)")
+
+
+def _os_reason(error: OSError) -> str:
+    return f"cannot read it: {error.strerror or error}"
+
+
+def _failure(kind: type[RaspError], path: Path, at: Span | None, reason: str,
+             line: int = 0, column: int = 0) -> RaspError:
+    if at is None:
+        span = (Span(str(path), line, column, line, column + 1) if line
+                else Span.whole_file(str(path)))
+        return kind(reason, span)
+    where = f"{path}:{line}:{column}" if line else str(path)
+    return kind(f"cannot load {where}: {reason}", at)
