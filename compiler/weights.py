@@ -46,7 +46,7 @@ from rasp_sim.errors import RaspError
 
 from . import weights_files
 from .weights_format import (FORMAT_NAME, FORMAT_VERSION, HASH_KEY, READABLE_VERSIONS,
-                             WeightsError, parse_header, stored_arrays, to_json_safe)
+                             WeightsError, in_file, parse_header, stored_arrays, to_json_safe)
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "READABLE_VERSIONS", "WeightsError",
            "DEFAULT_MEMORY_LIMIT", "SparseMatrix", "LayerNorm", "AttentionHead",
@@ -542,9 +542,7 @@ def load(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Transfor
                                "recorded")
         return model
     except RaspError as error:  # WeightsError, or RaspResourceError for the memory limit
-        error.message = f"{path}: {error.message}"
-        error.args = (error.message,)
-        raise
+        raise in_file(error, path) from None
 
 
 def weights_equal(a: Transformer, b: Transformer) -> bool:

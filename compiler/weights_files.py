@@ -258,8 +258,8 @@ def check_memory(arrays: dict[str, ArrayInfo], header_size: int, limit: int) -> 
         what = "" if largest is None else (f" (the largest array, {largest}, has shape "
                                            f"{arrays[largest].shape})")
         raise RaspResourceError(
-            f"its header and arrays declare {total:,} bytes{what}, above the memory limit of {limit:,} bytes; raise it "
-            "with memory_limit= (rasp-sim: --memory-limit)")
+            f"its header and arrays declare {total:,} bytes{what}, above the memory limit of "
+            f"{limit:,} bytes; raise it with memory_limit= (rasp-sim: --memory-limit)")
 
 
 def write(path: str | Path, header: str, arrays: dict[str, np.ndarray]) -> None:

@@ -33,6 +33,13 @@ class WeightsError(RaspError):
 Check = Callable[[Any, str], None]
 
 
+def in_file(error: RaspError, path: object) -> RaspError:
+    """`error` with the file it is about in front: `file: field: what is wrong`."""
+    error.message = f"{path}: {error.message}"
+    error.args = (error.message,)
+    return error
+
+
 def _fail(path: str, expected: str, value: Any) -> WeightsError:
     shown = repr(value)
     return WeightsError(f"{path}: expected {expected}, got "
@@ -58,9 +65,14 @@ def text(value: Any, path: str) -> None:
 
 
 def integer(minimum: int = 0, maximum: int = MAX_DIMENSION) -> Check:
+    what = {0: "a non-negative integer", 1: "a positive integer"}.get(
+        minimum, f"an integer >= {minimum}")
+
     def check(value: Any, path: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-            raise _fail(path, f"an integer in {minimum}..{maximum}", value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise _fail(path, what, value)
+        if value > maximum:
+            raise _fail(path, f"{what} at most {maximum}", value)
     return check
 
 
