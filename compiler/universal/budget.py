@@ -23,7 +23,7 @@ def check_not_astronomic(shape: Shape, what: str) -> None:
     bits = shape.layers * math.log2(paths) if paths > 1 else 0.0
     if bits > ASTRONOMIC_BITS:
         raise RaspResourceError(
-            f"{what} for H = {shape.heads}, L = {shape.layers} has {paths}^{shape.layers} "
+            f"{what} has {paths}^{shape.layers} "
             f"(about 2^{bits:.0f}) attention paths per read-out and needs more than "
             f"2^{ASTRONOMIC_BITS} bytes, beyond any memory limit; use fewer heads or layers")
 
@@ -126,4 +126,4 @@ def check_memory(estimate: int, limit: int, what: str) -> None:
     if estimate > limit:
         raise RaspResourceError(
             f"{what} needs about {estimate:,} bytes, above the memory limit of {limit:,} "
-            "bytes; raise it with --memory-limit SIZE (e.g. --memory-limit 16GiB)")
+            "bytes; raise it with --memory-limit SIZE")

@@ -67,7 +67,6 @@ def test_wrong_embedding_fails_verification(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["build", "--heads", "0", "--layers", "1", "--dim", "2"], "heads: must be a positive"),
     (["build", "--heads", "1", "--layers", "2", "--dim", "2", "--tied", "--residual"],
      "tied: a looped"),
     (["build", "--heads", "2", "--layers", "2", "--dim", "2", "--random", "0", "--m", "5"],
