@@ -34,13 +34,12 @@ ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error)
 class ArrayInfo:
     """What a file says about one stored array, before its data is read."""
 
-    dtype: str  # a key of DTYPES, or the file's own dtype text when it is none of them
+    dtype: str  # a key of DTYPES
     shape: tuple[int, ...]
 
     @property
-    def nbytes(self) -> int:
-        itemsize = DTYPES[self.dtype].itemsize if self.dtype in DTYPES else 8
-        return itemsize * int(np.prod(self.shape, dtype=object))
+    def nbytes(self) -> int:  # exact for any size (Python integers); dtype is a DTYPES key
+        return DTYPES[self.dtype].itemsize * int(np.prod(self.shape, dtype=object))
 
 
 def is_safetensors(path: str | Path) -> bool:
@@ -138,6 +137,17 @@ class Container:
     arrays: dict[str, ArrayInfo]
     header_size: int
 
+    def _list(self) -> None:
+        """Fill `arrays` and `header_size` from the file's own headers."""
+        raise NotImplementedError
+
+    def _list_or_close(self) -> None:
+        try:
+            self._list()
+        except BaseException:
+            self.close()
+            raise
+
     def read_header(self) -> bytes | None:
         raise NotImplementedError
 
@@ -163,6 +173,9 @@ class NpzContainer(Container):
             self._zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, EOFError) as error:
             raise WeightsError(f"corrupt or truncated weights file (zip: {error})") from None
+        self._list_or_close()
+
+    def _list(self) -> None:
         self._members: dict[str, tuple[zipfile.ZipInfo, bool]] = {}
         self.arrays = {}
         for member in self._zip.infolist():
@@ -219,19 +232,26 @@ class SafetensorsContainer(Container):
         try:
             self._file = safe_open(str(path), framework="np")
             self._file.__enter__()
+        except SafetensorError as error:
+            raise WeightsError(f"corrupt or not a safetensors file ({error})") from None
+        self._list_or_close()
+
+    def _list(self) -> None:
+        from safetensors import SafetensorError
+
+        try:
             # safetensors bounds its own header (100 MB) and checks every offset against
             # the file's size when opening it
             self._header = (self._file.metadata() or {}).get(SAFETENSORS_KEY)
             self.arrays = {}
             for name in self._file.keys():
                 part = self._file.get_slice(name)
-                dtype = SAFETENSORS_DTYPES.get(part.get_dtype(), part.get_dtype())
-                self.arrays[name] = ArrayInfo(dtype, tuple(part.get_shape()))
+                if part.get_dtype() not in SAFETENSORS_DTYPES:
+                    raise WeightsError(f"{name}: dtype {part.get_dtype()} (expected F64 or I64)")
+                self.arrays[name] = ArrayInfo(SAFETENSORS_DTYPES[part.get_dtype()],
+                                              tuple(part.get_shape()))
         except SafetensorError as error:
             raise WeightsError(f"corrupt or not a safetensors file ({error})") from None
-        for name, info in self.arrays.items():
-            if info.dtype not in DTYPES:
-                raise WeightsError(f"{name}: dtype {info.dtype} (expected F64 or I64)")
         self.header_size = 0  # already in memory, within safetensors' own bound
 
     def read_header(self) -> bytes | None:

@@ -222,3 +222,20 @@ def test_a_missing_compile_field(tmp_path):
         load_compiled(tmp_path / "c.npz")
     save(token_model(), tmp_path / "ok.npz")
     assert load_compiled(tmp_path / "ok.npz")[1] is None
+
+
+def test_run_weights_reads_within_its_memory_limit(tmp_path, capsys):
+    from rasp_sim.cli import main
+
+    save(token_model(), tmp_path / "m.npz")
+    assert main(["run", "--weights", str(tmp_path / "m.npz"), "--input", "ab",
+                 "--memory-limit", "100"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"resource limit: {tmp_path / 'm.npz'}: its header and arrays declare")
+    assert "above the memory limit of 100 bytes" in err
+    header, arrays = stored(tmp_path)
+    header["causal"] = "no"
+    write_npz(tmp_path / "bad.npz", header, arrays)
+    assert main(["run", "--weights", str(tmp_path / "bad.npz"), "--input", "ab"]) == 1
+    assert capsys.readouterr().err == (f"weights error: {tmp_path / 'bad.npz'}: causal: expected "
+                                       "true or false, got 'no'\n")
