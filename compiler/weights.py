@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import zipfile
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -46,17 +44,16 @@ import numpy as np
 
 from rasp_sim.errors import RaspError
 
-FORMAT_NAME = "rasp-sim-weights"
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: no gated MLPs, no recorded hash
-SAFETENSORS_KEY = "rasp_sim"  # the __metadata__ entry holding the JSON header
-HASH_KEY = "sha256"  # the header entry holding weights_digest (absent in version 1)
+from . import weights_files
+from .weights_format import (FORMAT_NAME, FORMAT_VERSION, HASH_KEY, READABLE_VERSIONS,
+                             WeightsError, in_file, parse_header, stored_arrays, to_json_safe)
 
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "READABLE_VERSIONS", "WeightsError",
+           "DEFAULT_MEMORY_LIMIT", "SparseMatrix", "LayerNorm", "AttentionHead",
+           "AttentionBlock", "MLPBlock", "InputEncoder", "OutputEncoder", "Transformer",
+           "as_dense", "save", "load", "weights_digest", "weights_equal"]
 
-class WeightsError(RaspError):
-    """Inconsistent, non-finite or unreadable transformer weights."""
-
-    kind = "weights error"
+DEFAULT_MEMORY_LIMIT = 4 * 2**30  # bytes `load` may read (the CLI's --memory-limit default)
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,17 +115,25 @@ def _shape(matrix: Matrix) -> tuple[int, ...]:
     return matrix.shape if isinstance(matrix, SparseMatrix) else tuple(matrix.shape)
 
 
-def _array(owner: Any, name: str, label: str, ndim: int) -> None:
-    """Coerce owner.name to float64 (dense) and check rank and finiteness."""
-    value = getattr(owner, name)
+def _coerce(owner: Any, *names: str) -> None:
+    """Make owner's dense arrays float64 at construction; a value that does not convert is
+    left as it is, for `check` to report under its full label."""
+    for name in names:
+        value = getattr(owner, name)
+        if value is not None and not isinstance(value, SparseMatrix):
+            try:
+                object.__setattr__(owner, name, np.asarray(value, dtype=np.float64))
+            except (TypeError, ValueError):
+                pass
+
+
+def _array(value: Matrix | None, label: str, ndim: int) -> None:
+    """Check a (coerced) array's type, rank and finiteness."""
     if value is None:
         return
-    if not isinstance(value, SparseMatrix):
-        try:
-            value = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise WeightsError(f"{label}: not a numeric array ({error})") from None
-        object.__setattr__(owner, name, value)
+    if not isinstance(value, SparseMatrix) and not (isinstance(value, np.ndarray)
+                                                    and value.dtype == np.float64):
+        raise WeightsError(f"{label}: not a numeric array ({type(value).__name__})")
     if len(_shape(value)) != ndim:
         raise WeightsError(f"{label}: expected a {ndim}-d array, got shape {_shape(value)}")
     data = value.values if isinstance(value, SparseMatrix) else value
@@ -147,9 +152,12 @@ class LayerNorm:
     bias: np.ndarray
     eps: float = 1e-5
 
+    def __post_init__(self) -> None:
+        _coerce(self, "gain", "bias")
+
     def check(self, label: str, width: int) -> None:
         for name in ("gain", "bias"):
-            _array(self, name, f"{label}.{name}", 1)
+            _array(getattr(self, name), f"{label}.{name}", 1)
             _expect(f"{label}.{name}", getattr(self, name).shape, 0, width, "model width D")
 
 
@@ -162,9 +170,12 @@ class AttentionHead:
     w_v: Matrix
     w_o: Matrix | None = None
 
+    def __post_init__(self) -> None:
+        _coerce(self, "w_q", "w_k", "w_v", "w_o")
+
     def check(self, label: str, width: int) -> None:
         for name in ("w_q", "w_k", "w_v", "w_o"):
-            _array(self, name, f"{label}.{name}", 2)
+            _array(getattr(self, name), f"{label}.{name}", 2)
         q, k, v = _shape(self.w_q), _shape(self.w_k), _shape(self.w_v)
         for name, shape in (("w_q", q), ("w_k", k), ("w_v", v)):
             _expect(f"{label}.{name}", shape, 0, width, "model width D")
@@ -184,8 +195,10 @@ class AttentionBlock:
     residual: bool = True
     norm: LayerNorm | None = None
 
-    def check(self, label: str, width: int) -> None:
+    def __post_init__(self) -> None:
         object.__setattr__(self, "heads", tuple(self.heads))
+
+    def check(self, label: str, width: int) -> None:
         if not self.heads:
             raise WeightsError(f"{label}.heads: an attention block needs at least one head")
         if not np.isfinite(self.scale):
@@ -194,6 +207,9 @@ class AttentionBlock:
             head.check(f"{label}.heads.{index}", width)
         if self.norm is not None:
             self.norm.check(f"{label}.norm", width)
+
+
+MLP_ARRAYS = ("w1", "b1", "w2", "b2", "w_gate", "b_gate")
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,6 +227,9 @@ class MLPBlock:
     w_gate: Matrix | None = None
     b_gate: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        _coerce(self, *MLP_ARRAYS)
+
     @property
     def gated(self) -> bool:
         return self.w_gate is not None
@@ -222,9 +241,8 @@ class MLPBlock:
         if (self.w_gate is None) != (self.b_gate is None):
             missing, given = ("b_gate", "w_gate") if self.b_gate is None else ("w_gate", "b_gate")
             raise WeightsError(f"{label}.{missing}: missing ({given} is given; a gate needs both)")
-        for name, ndim in (("w1", 2), ("b1", 1), ("w2", 2), ("b2", 1), ("w_gate", 2),
-                           ("b_gate", 1)):
-            _array(self, name, f"{label}.{name}", ndim)
+        for name, ndim in zip(MLP_ARRAYS, (2, 1, 2, 1, 2, 1)):
+            _array(getattr(self, name), f"{label}.{name}", ndim)
         w1, w2 = _shape(self.w1), _shape(self.w2)
         _expect(f"{label}.w1", w1, 0, width, "model width D")
         _expect(f"{label}.b1", self.b1.shape, 0, w1[1], "hidden width of w1")
@@ -284,26 +302,31 @@ class Transformer:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))
-        _array(self, "unembed", "unembed", 2)
+        _coerce(self, "unembed", "input_proj", "token_embed", "pos_embed")
+        if self.residual_labels is not None:
+            object.__setattr__(self, "residual_labels", tuple(self.residual_labels))
+        self.check()
+
+    def check(self) -> None:
+        """Shapes agree with the width D, arrays are finite, labels and encoders fit."""
+        _array(self.unembed, "unembed", 2)
         width = self.width
         for index, block in enumerate(self.layers):
             if not isinstance(block, (AttentionBlock, MLPBlock)):
                 raise WeightsError(f"layers.{index}: not an AttentionBlock or MLPBlock")
             block.check(f"layers.{index}", width)
-        _array(self, "input_proj", "input_proj", 2)
+        _array(self.input_proj, "input_proj", 2)
         if self.input_proj is not None:
             _expect("input_proj", _shape(self.input_proj), 1, width, "model width D")
         for name in ("token_embed", "pos_embed"):
-            _array(self, name, name, 2)
+            _array(getattr(self, name), name, 2)
             if getattr(self, name) is not None:
                 _expect(name, getattr(self, name).shape, 1, width, "model width D")
         if self.final_norm is not None:
             self.final_norm.check("final_norm", width)
-        if self.residual_labels is not None:
-            object.__setattr__(self, "residual_labels", tuple(self.residual_labels))
-            if len(self.residual_labels) != width:
-                raise WeightsError(f"residual_labels: {len(self.residual_labels)} labels "
-                                   f"for model width D = {width}")
+        if self.residual_labels is not None and len(self.residual_labels) != width:
+            raise WeightsError(f"residual_labels: {len(self.residual_labels)} labels for "
+                               f"model width D = {width}")
         if self.output_encoder is not None and self.output_encoder.values is not None:
             _expect("output_encoder.values", (len(self.output_encoder.values),), 0,
                     self.out_dim, "output dimension of unembed")
@@ -323,8 +346,6 @@ class Transformer:
 
 
 # ---------------------------------------------------------------- save / load
-
-MLP_ARRAYS = ("w1", "b1", "w2", "b2", "w_gate", "b_gate")
 
 
 def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
@@ -382,17 +403,19 @@ def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
     return header, arrays
 
 
-def _unflatten(header: dict, arrays: Any) -> Transformer:
+def _unflatten(header: dict, arrays: dict[str, np.ndarray]) -> Transformer:
+    """The model a checked header (weights_format.parse_header) and its arrays (matched
+    by `_match_arrays`) describe."""
     def get(name: str, spec: Any) -> Matrix | None:
         if spec is None:
             return None
         if "sparse" in spec:
-            return SparseMatrix(tuple(spec["sparse"]), arrays[f"{name}.rows"],
-                                arrays[f"{name}.cols"], arrays[f"{name}.values"])
-        value = arrays[name]
-        if list(value.shape) != spec["dense"]:
-            raise WeightsError(f"{name}: stored shape {value.shape} differs from header {spec}")
-        return value
+            try:
+                return SparseMatrix(tuple(spec["sparse"]), arrays[f"{name}.rows"],
+                                    arrays[f"{name}.cols"], arrays[f"{name}.values"])
+            except WeightsError as error:
+                raise WeightsError(f"{name}: {error.message}") from None
+        return arrays[name]
 
     def norm(name: str, spec: Any) -> LayerNorm | None:
         if spec is None:
@@ -409,21 +432,19 @@ def _unflatten(header: dict, arrays: Any) -> Transformer:
                           for h, spec in enumerate(entry["heads"]))
             layers.append(AttentionBlock(heads, entry["scale"], entry["residual"],
                                          norm(f"{label}.norm", entry["norm"])))
-        elif entry["kind"] == "mlp":
+        else:
             # .get: version-1 headers have no gate entries
             arrays_of = {n: get(f"{label}.{n}", entry.get(n)) for n in MLP_ARRAYS}
             layers.append(MLPBlock(**arrays_of, activation=entry["activation"],
                                    residual=entry["residual"],
                                    norm=norm(f"{label}.norm", entry["norm"])))
-        else:
-            raise WeightsError(f"{label}: unknown block kind {entry['kind']!r}")
     encoder = header["input_encoder"]
     output = header["output_encoder"]
     labels = header["residual_labels"]
     return Transformer(
         layers=tuple(layers),
         unembed=get("unembed", header["unembed"]),
-        causal=bool(header["causal"]),
+        causal=header["causal"],
         input_proj=get("input_proj", header["input_proj"]),
         token_embed=get("token_embed", header["token_embed"]),
         pos_embed=get("pos_embed", header["pos_embed"]),
@@ -454,117 +475,74 @@ def weights_digest(header: dict, arrays: dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
-_NON_FINITE = "$float"  # JSON has no inf or nan: {"$float": "inf"} stands for one
-
-
-def _json_safe(value: Any) -> Any:
-    """`value` with every non-finite float (a vocabulary or output value inf, say) written
-    as {"$float": repr}, which `_from_json_safe` turns back."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return {_NON_FINITE: repr(value)}
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def _from_json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {_NON_FINITE} and value[_NON_FINITE] in ("inf", "-inf", "nan"):
-            return float(value[_NON_FINITE])
-        return {k: _from_json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_json_safe(v) for v in value]
-    return value
-
-
 def _stored_form(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
     """The header (its hash included) and the arrays, as `save` writes them."""
     header, arrays = _flatten(model)
     try:
         # the hash covers the header as a reader sees it (JSON turns e.g. int keys to strings)
-        header = json.loads(json.dumps(_json_safe(header), allow_nan=False))
+        header = json.loads(json.dumps(to_json_safe(header), allow_nan=False))
     except (TypeError, ValueError) as error:
         raise WeightsError(f"metadata: not JSON-serialisable ({error})") from None
     header[HASH_KEY] = weights_digest(header, arrays)
     return header, arrays
 
 
-def _is_safetensors(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".safetensors"
-
-
 def save(model: Transformer, path: str | Path) -> None:
-    """Write `model` to `path` losslessly: safetensors for a .safetensors suffix, else .npz."""
+    """Write `model` to `path` losslessly: safetensors for a .safetensors suffix, else .npz
+    (written to exactly `path`, whatever its suffix)."""
     header, arrays = _stored_form(model)
-    text = json.dumps(header)
-    if _is_safetensors(path):
-        from safetensors.numpy import save_file
-
-        open(path, "wb").close()  # an unwritable path fails with OSError, as for .npz
-        save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(path),
-                  metadata={SAFETENSORS_KEY: text})
-        return
-    arrays["__header__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    with open(path, "wb") as handle:
-        np.savez(handle, **arrays)
+    weights_files.write(path, json.dumps(header), arrays)
 
 
-def _read_npz(path: str | Path) -> tuple[str | None, dict[str, np.ndarray]]:
-    with open(path, "rb") as handle:
-        if handle.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
-            raise WeightsError(f"{path}: not an .npz archive (corrupt or not a weights file)")
-    with np.load(path, allow_pickle=False) as stored:
-        arrays = {name: stored[name] for name in stored.files}
-    header = arrays.pop("__header__", None)
-    return None if header is None else header.tobytes().decode("utf-8"), arrays
+def _match_arrays(header: dict, stored: dict[str, weights_files.ArrayInfo]) -> None:
+    """The file holds exactly the arrays its header names, each with the dtype and shape the
+    header gives (a sparse matrix's three parts 1-d of one length)."""
+    expected = stored_arrays(header)
+    for name in sorted(set(stored) - set(expected)):
+        raise WeightsError(f"{name}: an array the header does not name")
+    for name, (dtype, shape) in expected.items():
+        if name not in stored:
+            raise WeightsError(f"{name}: missing (the header names it)")
+        info = stored[name]
+        if info.dtype != dtype:
+            raise WeightsError(f"{name}: stored as {info.dtype}, expected {dtype}")
+        if shape is not None and info.shape != shape:
+            raise WeightsError(f"{name}: stored shape {info.shape} differs from the header's "
+                               f"{shape}")
+        if shape is None and len(info.shape) != 1:
+            raise WeightsError(f"{name}: stored shape {info.shape}, expected 1-d")
+        if name.endswith(".values"):
+            base = name[:-len(".values")]
+            lengths = {stored[f"{base}.{part}"].shape for part in ("rows", "cols", "values")}
+            if len(lengths) != 1:
+                raise WeightsError(f"{base}: sparse rows, cols and values have different "
+                                   "lengths")
 
 
-def _read_safetensors(path: str | Path) -> tuple[str | None, dict[str, np.ndarray]]:
-    from safetensors import SafetensorError, safe_open
-
+def load(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Transformer:
+    """Read a model written by `save` (.safetensors or .npz, by suffix). The file is
+    hostile input: the container's and the JSON header's declarations are checked (fields,
+    array names, dtypes, shapes, a total of at most `memory_limit` bytes) before any array
+    is read; a corrupt, truncated, altered or foreign file raises WeightsError naming the
+    file and the field, a file over the limit RaspResourceError."""
     try:
-        with safe_open(str(path), framework="np") as stored:
-            text = (stored.metadata() or {}).get(SAFETENSORS_KEY)
-            return text, {name: stored.get_tensor(name) for name in stored.keys()}
-    except SafetensorError as error:
-        raise WeightsError(f"{path}: corrupt or not a safetensors file ({error})") from None
-
-
-def load(path: str | Path) -> Transformer:
-    """Read a model written by `save` (.safetensors or .npz, by suffix); corrupt, truncated,
-    altered or foreign files raise WeightsError."""
-    try:
-        text, arrays = (_read_safetensors if _is_safetensors(path) else _read_npz)(path)
-        if text is None:
-            raise WeightsError(f"{path}: not a rasp-sim weights file (no header)")
-        header = json.loads(text)
-        if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-            raise WeightsError(f"{path}: not a rasp-sim weights file (format "
-                               f"{header.get('format') if isinstance(header, dict) else None!r})")
-        if header.get("version") not in READABLE_VERSIONS:
-            raise WeightsError(f"{path}: format version {header.get('version')!r} is not "
-                               f"supported (this rasp-sim reads versions "
-                               f"{', '.join(map(str, READABLE_VERSIONS))})")
+        with weights_files.open_weights(path) as stored:
+            weights_files.check_memory(stored.arrays, stored.header_size, memory_limit)
+            raw = stored.read_header()
+            if raw is None:
+                raise WeightsError("not a rasp-sim weights file (no header)")
+            header, checked = parse_header(raw)
+            _match_arrays(checked, stored.arrays)
+            arrays = {name: stored.read(name) for name in sorted(stored.arrays)}
         # The arrays' own checks (shapes, finiteness) name the bad parameter; the hash then
         # catches any other change.
-        model = _unflatten(_from_json_safe(header), arrays)
-        if header["version"] >= 2 and header.get(HASH_KEY) != weights_digest(header, arrays):
-            raise WeightsError(f"{path}: altered or corrupt: the weights' hash does not match "
-                               "the one recorded")
+        model = _unflatten(checked, arrays)
+        if header["version"] >= 2 and header[HASH_KEY] != weights_digest(header, arrays):
+            raise WeightsError("altered or corrupt: the weights' hash does not match the one "
+                               "recorded")
         return model
-    except WeightsError as error:
-        if str(path) not in error.message:
-            error.message = f"{path}: {error.message}"
-            error.args = (error.message,)
-        raise
-    except FileNotFoundError:
-        raise WeightsError(f"{path}: no such file") from None
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile,
-            UnicodeDecodeError) as error:
-        raise WeightsError(f"{path}: corrupt or truncated weights file "
-                           f"({type(error).__name__}: {error})") from None
+    except RaspError as error:  # WeightsError, or RaspResourceError for the memory limit
+        raise in_file(error, path) from None
 
 
 def weights_equal(a: Transformer, b: Transformer) -> bool:

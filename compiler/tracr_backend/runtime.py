@@ -22,7 +22,8 @@ from rasp_sim import semantics
 from rasp_sim.errors import RaspError, RaspTypeError
 
 from ..forward import forward
-from ..weights import Transformer, WeightsError, load
+from ..weights import DEFAULT_MEMORY_LIMIT, Transformer, WeightsError, load
+from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
 
@@ -30,34 +31,70 @@ COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
 NUMERIC = "numeric"  # the compile record's tokens_kind of a numeric-input model
 
 
-def compile_info(model: Transformer) -> dict[str, Any]:
-    """The compile record in `model.metadata`, or a WeightsError for other weight files.
+# The compile record's fields that running the model reads; the record has others (the
+# validation report, versions, sizes) that only describe it.
+_RECORD = record({"tokens_kind": one_of("str", "int", "float", "bool", "asis", NUMERIC),
+                  "max_len": integer(1)},
+                 optional={"min_len": integer(1), "vocab": list_of(scalar), "forced": boolean},
+                 others=True)
 
-    A numeric-input record is checked and completed: "min_len" defaults to 1 (older
-    files), "token_range" must be two finite numbers lo <= hi."""
+
+def compile_info(model: Transformer) -> dict[str, Any]:
+    """The compile record in `model.metadata`, checked against the model, or a WeightsError
+    naming the field (written by hand or altered files are hostile input).
+
+    "min_len" defaults to 1 (older files). A token model needs its vocabulary, an input
+    encoder whose BOS (and pad) are tokens, and a token embedding with a row per token; a
+    numeric-input model an input_proj of one row and "token_range" [lo, hi]; both a
+    position embedding (when they have one) with a row for BOS and each of max_len
+    positions."""
     info = model.metadata.get(COMPILE_KEY) if isinstance(model.metadata, dict) else None
-    numeric = isinstance(info, dict) and info.get("tokens_kind") == NUMERIC
-    if not isinstance(info, dict) or (model.input_encoder is None and not numeric):
+    if not isinstance(info, dict) or (model.input_encoder is None
+                                      and info.get("tokens_kind") != NUMERIC):
         raise WeightsError("these weights were not written by `rasp-sim compile` (no "
                            f"'{COMPILE_KEY}' record or input encoder in their metadata)")
-    if not numeric:
-        return info
+    where = f"metadata.{COMPILE_KEY}"
+    _RECORD(info, where)
+    info = {"min_len": 1, **info}
+    if info["min_len"] > info["max_len"]:
+        raise WeightsError(f"{where}.min_len: {info['min_len']} is above max_len "
+                           f"{info['max_len']}")
+    if model.pos_embed is not None and model.pos_embed.shape[0] < info["max_len"] + 1:
+        raise WeightsError(f"pos_embed: {model.pos_embed.shape[0]} rows, but max_len "
+                           f"{info['max_len']} needs {info['max_len'] + 1} (BOS and each position)")
+    if info["tokens_kind"] == NUMERIC:
+        _check_numeric(model, info, where)
+    else:
+        _check_tokens(model, info, where)
+    return info
+
+
+def _check_numeric(model: Transformer, info: dict[str, Any], where: str) -> None:
     if model.input_proj is None or model.input_proj.shape[0] != 1:
         raise WeightsError("a numeric-input model needs an input_proj of one row (the token "
                            "value's direction)")
-    info = {"min_len": 1, **info}
     bounds = info.get("token_range")
     if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_number(b) and math.isfinite(b)
                                                                    for b in bounds)
             and bounds[0] <= bounds[1]):
-        raise WeightsError(f"'{COMPILE_KEY}'.token_range: expected [lo, hi], two finite numbers "
+        raise WeightsError(f"{where}.token_range: expected [lo, hi], two finite numbers "
                            f"with lo <= hi, got {bounds!r}")
-    for key in ("min_len", "max_len"):
-        if not (isinstance(info.get(key), int) and not isinstance(info.get(key), bool)
-                and info[key] >= 1):
-            raise WeightsError(f"'{COMPILE_KEY}'.{key}: expected a positive integer, got "
-                               f"{info.get(key)!r}")
-    return info
+
+
+def _check_tokens(model: Transformer, info: dict[str, Any], where: str) -> None:
+    encoder = model.input_encoder
+    if "vocab" not in info:
+        raise WeightsError(f"{where}.vocab: missing")
+    for name in ("bos", "pad"):
+        token = getattr(encoder, name)
+        if (token is not None or name == "bos") and token not in encoder.tokens:
+            raise WeightsError(f"input_encoder.{name}: {token!r} is not in the vocabulary "
+                               "(input_encoder.tokens)")
+    if model.token_embed is None:
+        raise WeightsError("token_embed: missing (a token model embeds its tokens)")
+    if model.token_embed.shape[0] != len(encoder.tokens):
+        raise WeightsError(f"token_embed: {model.token_embed.shape[0]} rows for "
+                           f"{len(encoder.tokens)} tokens (input_encoder.tokens)")
 
 
 def is_numeric_input(model: Transformer) -> bool:
@@ -141,13 +178,18 @@ def run_ids(model: Transformer, ids: np.ndarray) -> list[list[Any]]:
     return decode(model, forward(model, np.asarray(ids, dtype=np.int64)))
 
 
-def load_compiled(path: str | Path, allow_unvalidated: bool = False) -> tuple[Transformer, str | None]:
-    """A compile output read from `path`, and a warning when it is not validated.
+def load_compiled(path: str | Path, allow_unvalidated: bool = False,
+                  memory_limit: int = DEFAULT_MEMORY_LIMIT) -> tuple[Transformer, str | None]:
+    """A compile output read from `path` (at most `memory_limit` bytes of arrays), and a
+    warning when it is not validated.
 
     A model whose metadata does not say validated (e.g. written by `compile --force`) is a
     WeightsError unless `allow_unvalidated`; then the warning says what is wrong with it."""
-    model = load(path)
-    info = compile_info(model)
+    model = load(path, memory_limit)
+    try:
+        info = compile_info(model)
+    except WeightsError as error:
+        raise in_file(error, path) from None
     if model.metadata.get("validated") is True:
         return model, None
     why = ("written by `compile --force` after its validation failed" if info.get("forced")

@@ -53,9 +53,29 @@ def constraints(shape: Shape) -> list[tuple[Terminal, Path]]:
     return [(t, p) for t in terminals(shape) for p in paths(0, terminal_layer(t), shape)]
 
 
+def base(shape: Shape) -> int:
+    """Paths to a terminal at layer t number base^t: one head per layer, or (with residual
+    connections) a head or none."""
+    return shape.heads + 1 if shape.residual else shape.heads
+
+
+def geometric(ratio: int, n: int) -> int:
+    """The sum of ratio^j for j < n."""
+    return n if ratio == 1 else (ratio ** n - 1) // (ratio - 1)
+
+
+def constraint_total(shape: Shape) -> int:
+    """The number of (terminal, path) pairs, len(constraints(shape)), in closed form."""
+    paths = base(shape)
+    return 2 * shape.heads * geometric(paths, shape.layers) + paths ** shape.layers
+
+
 def constraint_count(shape: Shape) -> int:
-    """C: the number of scalar columns of the system E M = T."""
-    return sum(terminal_width(t, shape) for t, _ in constraints(shape))
+    """C: the number of scalar columns of the system E M = T, in closed form (the widths
+    of `constraints(shape)` summed, without enumerating its H^L paths)."""
+    paths = base(shape)
+    return (2 * shape.heads * shape.head_dim * geometric(paths, shape.layers)
+            + shape.out_dim * paths ** shape.layers)
 
 
 def target_views(target: Canonical, shape: Shape) -> list[np.ndarray]:

@@ -16,6 +16,7 @@ from ..graph import SOp
 from . import UsageError
 from .program import add_sandbox_option, load_named_node
 from .run import add_unvalidated_option
+from .universal import add_memory_limit
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -73,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify_parser.add_argument("file", help="the .rasp program")
     verify_parser.add_argument("--name", required=True, help="the s-op the model computes")
     add_unvalidated_option(verify_parser)
+    add_memory_limit(verify_parser, "weights file read")
     _add_validation_options(verify_parser)
     verify_parser.set_defaults(handler=run_verify)
 
@@ -194,7 +196,7 @@ def run_verify(args: argparse.Namespace) -> int:
     root = _program(args.file, args.name, args.sandbox)
     from ..compiler.tracr_backend.runtime import load_compiled
 
-    model, warning = load_compiled(args.model, args.allow_unvalidated)
+    model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)
     report = driver.verify(model, root, samples=args.samples, seed=args.seed,

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("give either a program FILE or --weights MODEL, not both")
         from ..compiler.tracr_backend.runtime import load_compiled, run_weights
 
-        model, warning = load_compiled(args.weights, args.allow_unvalidated)
+        model, warning = load_compiled(args.weights, args.allow_unvalidated, args.memory_limit)
         if warning:
             print(warning, file=sys.stderr)
         name = args.weights

@@ -7,6 +7,8 @@
     rasp-sim universal embed TARGET.npz --ut ut.npz -o E.npy
     rasp-sim universal verify TARGET.npz --ut ut.npz [--embedding E.npy] [--lengths 1-32]
 
+Each action checks its arguments and estimates its memory from the shape (closed forms,
+compiler/universal/budget.py) before building or reading anything (--memory-limit).
 NumPy only (no tracr, no jax); the compiler modules are imported inside the handlers so
 other subcommands start fast.
 """
@@ -15,20 +17,48 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import RaspError
 from . import UsageError
+from .run import parse_size
+
+
+def _integer(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer >= minimum."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
+        return value
+    return parse
+
+
+positive = _integer(1, "a positive integer")
+non_negative = _integer(0, "an integer >= 0")
+
+
+def add_memory_limit(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--memory-limit", type=parse_size, default=parse_size("4GiB"),
+                        metavar="SIZE", help=f"largest {what}, estimated before any work "
+                        "(default 4GiB)")
 
 
 def _shape_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--heads", type=int, required=True, metavar="H", help="heads per layer")
-    parser.add_argument("--layers", type=int, required=True, metavar="L", help="layers")
-    parser.add_argument("--dim", type=int, required=True, metavar="d",
+    parser.add_argument("--heads", type=positive, required=True, metavar="H",
+                        help="heads per layer")
+    parser.add_argument("--layers", type=positive, required=True, metavar="L", help="layers")
+    parser.add_argument("--dim", type=positive, required=True, metavar="d",
                         help="the targets' input (model) dimension")
-    parser.add_argument("--head-dim", type=int, metavar="k", help="query/key width (default d)")
-    parser.add_argument("--out-dim", type=int, metavar="c", help="output width (default d)")
+    parser.add_argument("--head-dim", type=positive, metavar="k",
+                        help="query/key width (default d)")
+    parser.add_argument("--out-dim", type=positive, metavar="c", help="output width (default d)")
     parser.add_argument("--residual", action="store_true",
                         help="targets (and the UT) have residual connections")
     parser.add_argument("--mask", choices=("causal", "full"), default="causal",
@@ -36,8 +66,38 @@ def _shape_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _output_options(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help=f"write {what} here")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help=f"write {what} to exactly this path")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_memory_limit(parser, "working set")
+
+
+def _check_output(path: str) -> None:
+    """-o names a file in an existing folder (checked before the work, not after it)."""
+    folder = Path(path).parent
+    if Path(path).is_dir():
+        raise UsageError(f"-o {path}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise UsageError(f"-o {path}: the folder {folder} does not exist")
+
+
+def _write(path: str, write: Callable[[str], None]) -> None:
+    """`write(path)`, an unwritable path reported as an error (exit 1), not a traceback."""
+    try:
+        write(path)
+    except OSError as error:
+        raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _save_array(path: str, matrix: np.ndarray) -> None:
+    with open(path, "wb") as handle:  # np.save(path) would append .npy to a bare name
+        np.save(handle, matrix, allow_pickle=False)
+
+
+def _loaded(path: str, limit: int):
+    from rasp_sim.compiler.weights import load
+
+    return load(path, limit)
 
 
 def _shape(args: argparse.Namespace):
@@ -57,22 +117,39 @@ def _emit(result: dict[str, Any], as_json: bool) -> None:
         print(f"{key}: {value}")
 
 
+def _describe(shape) -> str:
+    return (f"H = {shape.heads}, L = {shape.layers}, d = {shape.dim}, k = {shape.head_dim}, "
+            f"c = {shape.out_dim}{', residual' if shape.residual else ''}")
+
+
 def build(args: argparse.Namespace) -> int:
+    from rasp_sim.compiler.universal import budget
     from rasp_sim.compiler.universal.gaussian import build_random
+    from rasp_sim.compiler.universal.paths import constraint_count
     from rasp_sim.compiler.universal.report import size_report
     from rasp_sim.compiler.universal.sparse import build_sparse
+    from rasp_sim.compiler.universal.spec import check_tied
     from rasp_sim.compiler.weights import save
 
     if args.m is not None and args.random is None:
         raise UsageError("--m only applies to random universal transformers (--random SEED)")
-    started = time.perf_counter()
+    _check_output(args.output)
     shape = _shape(args)
+    check_tied(shape, args.tied)
+    kind = "sparse" if args.random is None else "random"
+    what = f"the {kind} universal transformer for {_describe(shape)}"
+    budget.check_not_astronomic(shape, what)
+    m = None if args.random is None else (args.m or constraint_count(shape))
+    width = budget.sparse_width(shape, args.tied) if m is None else m
+    budget.check_memory(budget.build_bytes(shape, args.tied, m), args.memory_limit,
+                        f"{what} (m = {width:,})")
+    started = time.perf_counter()
     if args.random is None:
         ut = build_sparse(shape, args.tied)
     else:
-        ut = build_random(shape, args.random, args.tied, args.m)
+        ut = build_random(shape, args.random, args.tied, m)
     seconds = time.perf_counter() - started
-    save(ut, args.output)
+    _write(args.output, lambda path: save(ut, path))
     report = size_report(ut)
     if not args.json:  # per-layer non-zero lists are long; summarise them for people
         report["nonzeros"] = {name: sum(v) if isinstance(v, list) else v
@@ -82,20 +159,44 @@ def build(args: argparse.Namespace) -> int:
 
 
 def target(args: argparse.Namespace) -> int:
+    from rasp_sim.compiler.universal import budget
     from rasp_sim.compiler.universal.target import random_target
     from rasp_sim.compiler.weights import save
 
-    save(random_target(_shape(args), args.seed), args.output)
+    _check_output(args.output)
+    shape = _shape(args)
+    budget.check_memory(budget.target_bytes(shape), args.memory_limit,
+                        f"a random target for {_describe(shape)}")
+    model = random_target(shape, args.seed)
+    _write(args.output, lambda path: save(model, path))
     _emit({"target": args.output, "seed": args.seed, "heads": args.heads, "layers": args.layers,
            "dim": args.dim}, args.json)
     return 0
 
 
-def _embed(args: argparse.Namespace):
+def _embed(args: argparse.Namespace, batch: int = 0, longest: int = 0):
+    """The UT, the target and E, once the files' fields and the memory estimate of the
+    embedding (and of a verification on `batch` inputs up to length `longest`) passed."""
+    from rasp_sim.compiler.universal import budget
     from rasp_sim.compiler.universal.embed import embed
-    from rasp_sim.compiler.weights import load
+    from rasp_sim.compiler.universal.spec import read_spec
+    from rasp_sim.compiler.weights import WeightsError
+    from rasp_sim.compiler.weights_format import in_file
 
-    ut, model = load(args.ut), load(args.target)
+    ut = _loaded(args.ut, args.memory_limit)
+    try:
+        spec = read_spec(ut)
+    except WeightsError as error:
+        raise in_file(error, args.ut) from None
+    model = _loaded(args.target, args.memory_limit)
+    what = f"embedding a target in the {spec.kind} universal transformer ({_describe(spec.shape)})"
+    budget.check_not_astronomic(spec.shape, what)
+    estimate = budget.embed_bytes(spec.shape, spec.kind, spec.tied, ut.width)
+    if longest:
+        what = f"{what} and running it on {batch} inputs of length up to {longest}"
+        estimate = budget.verify_bytes(spec.shape, spec.kind, spec.tied, ut.width, batch,
+                                       longest)
+    budget.check_memory(estimate, args.memory_limit, what)
     started = time.perf_counter()
     return ut, model, embed(model, ut), time.perf_counter() - started
 
@@ -109,39 +210,47 @@ def _embedding_facts(embedding, seconds: float) -> dict[str, Any]:
 
 
 def embed_command(args: argparse.Namespace) -> int:
+    _check_output(args.output)
     _, _, embedding, seconds = _embed(args)
-    np.save(args.output, embedding.matrix, allow_pickle=False)
+    _write(args.output, lambda path: _save_array(path, embedding.matrix))
     _emit({**_embedding_facts(embedding, seconds), "output": args.output}, args.json)
     return 0
 
 
 def _load_embedding(path: str, embedding):
-    """Replace the computed E by the one in `path` (checked by `program` when verifying)."""
+    """Replace the computed E by the one in `path`: an .npy float64 array of E's shape
+    (checked from its header before its data is read), finite."""
     from dataclasses import replace
 
-    from rasp_sim.compiler.universal.errors import UniversalError
+    from rasp_sim.compiler.weights import WeightsError
+    from rasp_sim.compiler.weights_files import NpyFile
+    from rasp_sim.compiler.weights_format import in_file
 
     try:
-        matrix = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        raise UniversalError(f"embedding: cannot read {path} ({error})") from None
-    if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.floating):
-        raise UniversalError(f"embedding: {path} holds a {matrix.dtype} array of shape "
-                             f"{matrix.shape}, not a d x m float matrix")
-    if not np.all(np.isfinite(matrix)):
-        raise UniversalError(f"embedding: {path} contains non-finite values")
-    return replace(embedding, matrix=matrix.astype(np.float64))
+        with NpyFile(path, "embedding") as stored:
+            expected = embedding.matrix.shape
+            if stored.info.shape != expected or stored.info.dtype != "float64":
+                raise WeightsError(f"embedding: holds a {stored.info.dtype} array of shape "
+                                   f"{stored.info.shape}, expected float64 of shape {expected} "
+                                   "(d x m)")
+            matrix = stored.read()
+        if not np.all(np.isfinite(matrix)):
+            raise WeightsError("embedding: contains non-finite values")
+    except WeightsError as error:
+        raise in_file(error, path) from None
+    return replace(embedding, matrix=matrix)
 
 
-def parse_lengths(text: str) -> tuple[int, ...]:
-    """'1-32' or '1,5,9' -> lengths (an argparse type)."""
+def parse_lengths(text: str) -> range | tuple[int, ...]:
+    """'1-32' (a range, never expanded here) or '1,5,9' -> lengths (an argparse type)."""
     try:
         if "-" in text:
             low, high = (int(part) for part in text.split("-", 1))
-            lengths = tuple(range(low, high + 1))
-        else:
-            lengths = tuple(int(part) for part in text.split(","))
-        if not lengths or min(lengths) < 1:
+            if not 1 <= low <= high:
+                raise ValueError
+            return range(low, high + 1)
+        lengths = tuple(int(part) for part in text.split(","))
+        if min(lengths) < 1:
             raise ValueError
         return lengths
     except ValueError:
@@ -152,10 +261,13 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 def verify_command(args: argparse.Namespace) -> int:
     from rasp_sim.compiler.universal.verify import verify
 
-    ut, model, embedding, seconds = _embed(args)
+    lengths = args.lengths
+    longest = lengths[-1] if isinstance(lengths, range) else max(lengths)
+    ut, model, embedding, seconds = _embed(args, args.batch, longest)
     if args.embedding:
         embedding = _load_embedding(args.embedding, embedding)
-    result = verify(ut, embedding, model, lengths=args.lengths, batch=args.batch, seed=args.seed)
+    result = verify(ut, embedding, model, lengths=tuple(lengths), batch=args.batch,
+                    seed=args.seed)
     _emit({**_embedding_facts(embedding, seconds),
            "max_error": result.max_error, "scale": result.scale,
            "relative_error": result.relative_error, "tolerance": result.tolerance,
@@ -176,17 +288,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _shape_options(build_parser)
     build_parser.add_argument("--tied", action="store_true",
                               help="looped: the same weights in every layer")
-    build_parser.add_argument("--random", type=int, metavar="SEED",
+    build_parser.add_argument("--random", type=non_negative, metavar="SEED",
                               help="i.i.d. Gaussian weights from SEED instead of the sparse "
                               "{0,1} construction")
-    build_parser.add_argument("--m", type=int, metavar="M",
+    build_parser.add_argument("--m", type=positive, metavar="M",
                               help="width of a random UT (default: the constraint count C)")
     _output_options(build_parser, "the universal transformer (.npz)")
     build_parser.set_defaults(handler=build)
 
     target_parser = commands.add_parser("target", help="write a random target transformer")
     _shape_options(target_parser)
-    target_parser.add_argument("--seed", type=int, required=True, help="random seed")
+    target_parser.add_argument("--seed", type=non_negative, required=True, help="random seed")
     _output_options(target_parser, "the target (.npz)")
     target_parser.set_defaults(handler=target)
 
@@ -201,9 +313,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         else:
             sub.add_argument("--embedding", metavar="E.npy",
                              help="verify this E instead of computing it")
-            sub.add_argument("--lengths", type=parse_lengths, default=tuple(range(1, 33)),
+            sub.add_argument("--lengths", type=parse_lengths, default=range(1, 33),
                              help="sequence lengths, e.g. 1-32 (default) or 1,5,9")
-            sub.add_argument("--batch", type=int, default=4, help="sequences per length")
-            sub.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+            sub.add_argument("--batch", type=positive, default=4, help="sequences per length")
+            sub.add_argument("--seed", type=non_negative, default=0,
+                             help="seed of the random inputs")
             sub.add_argument("--json", action="store_true", help="print the result as JSON")
+            add_memory_limit(sub, "working set (the files read, E, the forward pass)")
         sub.set_defaults(handler=handler)

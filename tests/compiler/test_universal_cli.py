@@ -67,7 +67,6 @@ def test_wrong_embedding_fails_verification(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["build", "--heads", "0", "--layers", "1", "--dim", "2"], "heads: must be a positive"),
     (["build", "--heads", "1", "--layers", "2", "--dim", "2", "--tied", "--residual"],
      "tied: a looped"),
     (["build", "--heads", "2", "--layers", "2", "--dim", "2", "--random", "0", "--m", "5"],
@@ -110,3 +109,124 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["universal", "verify", "t.npz", "--ut", "u.npz", "--lengths", "0-3"])
     assert exit_info.value.code == 2
+
+
+def fails(capsys, argv, code):
+    """Run `rasp-sim universal ARGV`, expecting exit `code`; its stderr."""
+    if code == 2:
+        try:
+            got = main(["universal", *argv])
+        except SystemExit as exit_info:  # argparse's own usage errors
+            got = exit_info.code
+    else:
+        got = main(["universal", *argv])
+    err = capsys.readouterr().err
+    assert got == code, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["build", "--heads", "0", "--layers", "1", "--dim", "2"],
+     r"argument --heads: invalid value '0': expected a positive integer"),
+    (["build", *SHAPE_ARGS, "--random", "-1"],
+     r"argument --random: invalid value '-1': expected an integer >= 0"),
+    (["build", *SHAPE_ARGS, "--random", "1", "--m", "0"],
+     r"argument --m: invalid value '0': expected a positive integer"),
+    (["target", *SHAPE_ARGS, "--seed", "-1"],
+     r"argument --seed: invalid value '-1': expected an integer >= 0"),
+    (["verify", "t.npz", "--ut", "u.npz", "--batch", "0"],
+     r"argument --batch: invalid value '0': expected a positive integer"),
+    (["verify", "t.npz", "--ut", "u.npz", "--lengths", "5-3"], r"invalid lengths '5-3'"),
+    (["build", *SHAPE_ARGS, "--memory-limit", "0"], r"invalid size '0'"),
+])
+def test_bad_arguments_are_usage_errors(capsys, argv, pattern):
+    err = fails(capsys, [*argv, "-o", "x.npz"] if argv[0] != "verify" else argv, 2)
+    assert re.search(pattern, err), err
+
+
+@pytest.mark.parametrize("where, pattern", [
+    ("missing/ut.npz", r"-o .*missing/ut\.npz: the folder .*missing does not exist"),
+    (".", r"-o .*: is a folder; give a file name"),
+])
+def test_output_is_checked_before_building(tmp_path, capsys, where, pattern):
+    err = fails(capsys, ["build", *SHAPE_ARGS, "-o", str(tmp_path / where)], 2)
+    assert re.search(pattern, err), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sizes_are_estimated_before_building(tmp_path, capsys):
+    from rasp_sim.compiler.universal.budget import sparse_width
+
+    out = str(tmp_path / "ut.npz")
+    err = fails(capsys, ["build", "--heads", "8", "--layers", "8", "--dim", "4", "-o", out], 1)
+    m = sparse_width(Shape(4, 4, 4, 8, 8), False)
+    assert re.match(rf"resource limit: the sparse universal transformer for H = 8, L = 8, d = 4, "
+                    rf"k = 4, c = 4 \(m = {m:,}\) needs about [\d,]+ bytes, above the memory "
+                    r"limit of 4,294,967,296 bytes; raise it with --memory-limit SIZE", err), err
+    err = fails(capsys, ["build", *SHAPE_ARGS, "--random", "1", "--m", "1000000000", "-o", out], 1)
+    # H * L = 4 value matrices of m x m float64 alone: 4 * 8 * 10^18 bytes
+    needed = int(re.search(r"needs about ([\d,]+) bytes", err).group(1).replace(",", ""))
+    assert "(m = 1,000,000,000)" in err and needed > 32 * 10**18
+    err = fails(capsys, ["build", "--heads", "3", "--layers", "100", "--dim", "4", "-o", out], 1)
+    assert "has 3^100 (about 2^158) attention paths" in err and "beyond any memory limit" in err
+    err = fails(capsys, ["build", *SHAPE_ARGS, "--memory-limit", "1MiB", "-o", out], 1)
+    assert "above the memory limit of 1,048,576 bytes" in err
+    assert not (tmp_path / "ut.npz").exists()
+
+
+def test_verify_estimates_its_longest_input(tmp_path, capsys):
+    ut, target = str(tmp_path / "ut.npz"), str(tmp_path / "t.npz")
+    main(["universal", "build", *SHAPE_ARGS, "-o", ut])
+    main(["universal", "target", *SHAPE_ARGS, "--seed", "1", "-o", target])
+    capsys.readouterr()
+    err = fails(capsys, ["verify", target, "--ut", ut, "--lengths", "1-1000000000000"], 1)
+    assert re.match(r"resource limit: embedding a target in the sparse universal transformer "
+                    r"\(H = 2, L = 2, d = 3, k = 2, c = 3\) and running it on 4 inputs of length "
+                    r"up to 1000000000000 needs about [\d,]+ bytes, above the memory limit", err)
+
+
+def test_embed_writes_exactly_the_output_path(tmp_path, capsys):
+    ut, target, bare = (str(tmp_path / name) for name in ("ut.npz", "t.npz", "E"))
+    main(["universal", "build", *SHAPE_ARGS, "-o", ut])
+    main(["universal", "target", *SHAPE_ARGS, "--seed", "1", "-o", target])
+    capsys.readouterr()
+    assert main(["universal", "embed", target, "--ut", ut, "-o", bare]) == 0
+    assert f"output: {bare}\n" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["E", "t.npz", "ut.npz"]
+    assert main(["universal", "verify", target, "--ut", ut, "--embedding", bare]) == 0
+
+
+def test_embedding_files_are_checked_before_reading(tmp_path, capsys):
+    ut, target = str(tmp_path / "ut.npz"), str(tmp_path / "t.npz")
+    main(["universal", "build", *SHAPE_ARGS, "-o", ut])
+    main(["universal", "target", *SHAPE_ARGS, "--seed", "1", "-o", target])
+    np.save(tmp_path / "wide.npy", np.zeros((3, 37)))
+    (tmp_path / "text.npy").write_text("hello")
+    capsys.readouterr()
+    for name, pattern in [
+            ("t.npz", r"t\.npz: embedding: an \.npz archive, not an \.npy array"),
+            ("wide.npy", r"wide\.npy: embedding: holds a float64 array of shape \(3, 37\), "
+                         r"expected float64 of shape \(3, 36\) \(d x m\)"),
+            ("text.npy", r"text\.npy: embedding: not an \.npy array"),
+            ("none.npy", r"none\.npy: no such file")]:
+        err = fails(capsys, ["verify", target, "--ut", ut, "--embedding",
+                             str(tmp_path / name)], 1)
+        assert err.startswith("weights error: ") and re.search(pattern, err), err
+
+
+def test_a_universal_file_cannot_claim_another_shape(tmp_path, capsys):
+    from rasp_sim.compiler.weights import save
+
+    ut = build_sparse(Shape(3, 2, 3, 2, 2))
+    info = dict(ut.metadata["universal"])
+    for field, value, pattern in [
+            ("layers", 8, r"metadata\.universal\.layers: says 8 but the weights have 2"),
+            ("heads", "2", r"metadata\.universal\.heads: expected a positive integer, got '2'"),
+            ("layout", "tied", r"metadata\.universal\.layout: 'tied' does not fit")]:
+        save(ut.replace(metadata={"universal": {**info, field: value}}), tmp_path / "u.npz")
+        main(["universal", "target", *SHAPE_ARGS, "--seed", "1", "-o", str(tmp_path / "t.npz")])
+        capsys.readouterr()
+        err = fails(capsys, ["embed", str(tmp_path / "t.npz"), "--ut", str(tmp_path / "u.npz"),
+                             "-o", str(tmp_path / "E.npy")], 1)
+        assert err.startswith(f"weights error: {tmp_path / 'u.npz'}: ") and re.search(pattern, err)

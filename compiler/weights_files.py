@@ -1,0 +1,299 @@
+"""Weights files on disk: .npz archives and .safetensors files, read with a memory bound.
+
+Nothing here knows the model: a reader lists a file's arrays (name, dtype, shape) from
+the container's own headers without reading their data, so the caller can check names,
+shapes and the total size against a limit first, and then reads the arrays one by one.
+Every size a file declares is checked against the bytes it really holds (a zip member's
+declared uncompressed size against its .npy header; safetensors checks its offsets
+itself), so a lying or truncated file fails before anything large is allocated.
+"""
+from __future__ import annotations
+
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rasp_sim.errors import RaspResourceError
+
+from .weights_format import WeightsError
+
+NPZ_HEADER = "__header__"  # the .npz member holding the JSON header (uint8)
+SAFETENSORS_KEY = "rasp_sim"  # the __metadata__ entry holding the JSON header
+ZIP_MAGIC = b"PK\x03\x04"
+NPY_MAGIC = b"\x93NUMPY"
+DTYPES = {"float64": np.dtype("<f8"), "int64": np.dtype("<i8"), "uint8": np.dtype("u1")}
+SAFETENSORS_DTYPES = {"F64": "float64", "I64": "int64", "U8": "uint8"}
+# what reading a damaged zip member raises: bad CRC or header, a cut-off or corrupt stream
+ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error)
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What a file says about one stored array, before its data is read."""
+
+    dtype: str  # a key of DTYPES
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:  # exact for any size (Python integers); dtype is a DTYPES key
+        return DTYPES[self.dtype].itemsize * int(np.prod(self.shape, dtype=object))
+
+
+def is_safetensors(path: str | Path) -> bool:
+    return Path(path).suffix.lower() == ".safetensors"
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    for name, known in DTYPES.items():
+        if dtype == known:
+            return name
+    return dtype.str
+
+
+def read_npy_header(stream, size: int, what: str) -> tuple[ArrayInfo, bool]:
+    """(info, fortran_order) of the .npy data in `stream`, which holds `size` bytes in
+    all; WeightsError unless the header's shape and dtype account for exactly those bytes
+    (so no read is sized by an unchecked header)."""
+    try:
+        version = np.lib.format.read_magic(stream)
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read(stream)
+    except ValueError as error:
+        raise WeightsError(f"{what}: not an .npy array ({error})") from None
+    info = ArrayInfo(_dtype_name(dtype), tuple(int(n) for n in shape))
+    if info.dtype not in DTYPES:
+        raise WeightsError(f"{what}: dtype {info.dtype} (expected float64 or int64)")
+    if info.nbytes != size - stream.tell():
+        raise WeightsError(f"{what}: its .npy header declares shape {info.shape} "
+                           f"({info.nbytes:,} bytes) but it holds {size - stream.tell():,} "
+                           "bytes (corrupt or truncated)")
+    return info, fortran
+
+
+def _read_exactly(stream, info: ArrayInfo, fortran: bool, what: str) -> np.ndarray:
+    buffer = bytearray(info.nbytes)
+    view, done = memoryview(buffer), 0
+    while done < len(buffer):
+        count = stream.readinto(view[done:])
+        if not count:
+            raise WeightsError(f"{what}: truncated ({done:,} of {len(buffer):,} bytes)")
+        done += count
+    array = np.frombuffer(buffer, dtype=DTYPES[info.dtype])
+    return array.reshape(info.shape, order="F" if fortran else "C")
+
+
+class NpyFile:
+    """One .npy file (such as an embedding E): its header first, its data on `read`."""
+
+    def __init__(self, path: str | Path, what: str):
+        self.what = what
+        self._handle = _open(path)
+        try:
+            head = self._handle.read(len(NPY_MAGIC))
+            if head.startswith(ZIP_MAGIC):
+                raise WeightsError(f"{what}: an .npz archive, not an .npy array")
+            if head != NPY_MAGIC:
+                raise WeightsError(f"{what}: not an .npy array")
+            self._handle.seek(0)
+            size = Path(path).stat().st_size
+            self.info, self._fortran = read_npy_header(self._handle, size, what)
+        except BaseException:
+            self.close()
+            raise
+
+    def read(self) -> np.ndarray:
+        return _read_exactly(self._handle, self.info, self._fortran, self.what)
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "NpyFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open(path: str | Path):
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise WeightsError("no such file") from None
+    except IsADirectoryError:
+        raise WeightsError("a folder, not a file") from None
+    except OSError as error:
+        raise WeightsError(f"cannot read ({error.strerror})") from None
+
+
+class Container:
+    """A weights file opened for reading: `arrays` (name -> ArrayInfo, data unread),
+    `header_size` (bytes), `read_header()` (the JSON header's bytes, or None), `read(name)`.
+    """
+
+    arrays: dict[str, ArrayInfo]
+    header_size: int
+
+    def _list(self) -> None:
+        """Fill `arrays` and `header_size` from the file's own headers."""
+        raise NotImplementedError
+
+    def _list_or_close(self) -> None:
+        try:
+            self._list()
+        except BaseException:
+            self.close()
+            raise
+
+    def read_header(self) -> bytes | None:
+        raise NotImplementedError
+
+    def read(self, name: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> "Container":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NpzContainer(Container):
+    def __init__(self, path: str | Path):
+        with _open(path) as handle:
+            if handle.read(len(ZIP_MAGIC)) != ZIP_MAGIC:  # every .npz is a zip archive
+                raise WeightsError("not an .npz archive (corrupt or not a weights file)")
+        try:
+            self._zip = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise WeightsError(f"corrupt or truncated weights file (zip: {error})") from None
+        self._list_or_close()
+
+    def _list(self) -> None:
+        self._members: dict[str, tuple[zipfile.ZipInfo, bool]] = {}
+        self.arrays = {}
+        for member in self._zip.infolist():
+            if not member.filename.endswith(".npy"):
+                raise WeightsError(f"{member.filename}: an archive member that is not an "
+                                   ".npy array")
+            name = member.filename[:-len(".npy")]
+            try:
+                with self._open_member(member) as stream:
+                    info, fortran = read_npy_header(stream, member.file_size, name)
+            except ZIP_READ_ERRORS as error:
+                raise WeightsError(f"{name}: corrupt or truncated ({error})") from None
+            self.arrays[name] = info
+            self._members[name] = (member, fortran)
+        self._header = self.arrays.pop(NPZ_HEADER, None)
+        self.header_size = 0 if self._header is None else self._header.nbytes
+        if self._header is not None and (self._header.dtype != "uint8"
+                                         or len(self._header.shape) != 1):
+            raise WeightsError(f"{NPZ_HEADER}: expected 1-d uint8 (the JSON header), got "
+                               f"{self._header.dtype} of shape {self._header.shape}")
+
+    def read_header(self) -> bytes | None:
+        if self._header is None:
+            return None
+        return self._read_member(NPZ_HEADER, self._header).tobytes()
+
+    def _open_member(self, member: zipfile.ZipInfo):
+        try:
+            return self._zip.open(member)
+        except (*ZIP_READ_ERRORS, NotImplementedError) as error:
+            raise WeightsError(f"{member.filename}: corrupt or truncated ({error})") from None
+
+    def _read_member(self, name: str, info: ArrayInfo) -> np.ndarray:
+        member, fortran = self._members[name]
+        try:
+            with self._open_member(member) as stream:
+                read_npy_header(stream, member.file_size, name)
+                return _read_exactly(stream, info, fortran, name)
+        except ZIP_READ_ERRORS as error:
+            raise WeightsError(f"{name}: corrupt or truncated ({error})") from None
+
+    def read(self, name: str) -> np.ndarray:
+        return self._read_member(name, self.arrays[name])
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+class SafetensorsContainer(Container):
+    def __init__(self, path: str | Path):
+        from safetensors import SafetensorError, safe_open
+
+        _open(path).close()  # a missing or unreadable file is named as such
+        try:
+            self._file = safe_open(str(path), framework="np")
+            self._file.__enter__()
+        except SafetensorError as error:
+            raise WeightsError(f"corrupt or not a safetensors file ({error})") from None
+        self._list_or_close()
+
+    def _list(self) -> None:
+        from safetensors import SafetensorError
+
+        try:
+            # safetensors bounds its own header (100 MB) and checks every offset against
+            # the file's size when opening it
+            self._header = (self._file.metadata() or {}).get(SAFETENSORS_KEY)
+            self.arrays = {}
+            for name in self._file.keys():
+                part = self._file.get_slice(name)
+                if part.get_dtype() not in SAFETENSORS_DTYPES:
+                    raise WeightsError(f"{name}: dtype {part.get_dtype()} (expected F64 or I64)")
+                self.arrays[name] = ArrayInfo(SAFETENSORS_DTYPES[part.get_dtype()],
+                                              tuple(part.get_shape()))
+        except SafetensorError as error:
+            raise WeightsError(f"corrupt or not a safetensors file ({error})") from None
+        self.header_size = 0  # already in memory, within safetensors' own bound
+
+    def read_header(self) -> bytes | None:
+        return None if self._header is None else self._header.encode("utf-8")
+
+    def read(self, name: str) -> np.ndarray:
+        return self._file.get_tensor(name)
+
+    def close(self) -> None:
+        self._file.__exit__(None, None, None)
+
+
+def open_weights(path: str | Path) -> Container:
+    """The container of `path`: safetensors for a .safetensors suffix, else .npz."""
+    return (SafetensorsContainer if is_safetensors(path) else NpzContainer)(path)
+
+
+def check_memory(arrays: dict[str, ArrayInfo], header_size: int, limit: int) -> None:
+    """Refuse to read a header and arrays whose declared sizes add up to more than `limit`
+    bytes."""
+    total = header_size + sum(info.nbytes for info in arrays.values())
+    if total > limit:
+        largest = max(arrays, key=lambda name: arrays[name].nbytes, default=None)
+        what = "" if largest is None else (f" (the largest array, {largest}, has shape "
+                                           f"{arrays[largest].shape})")
+        raise RaspResourceError(
+            f"its header and arrays declare {total:,} bytes{what}, above the memory limit of "
+            f"{limit:,} bytes; raise it with memory_limit= (rasp-sim: --memory-limit)")
+
+
+def write(path: str | Path, header: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write `arrays` and the JSON `header`: safetensors for a .safetensors suffix, else
+    an .npz archive written to exactly `path` (np.savez would append .npz to a path
+    without it)."""
+    if is_safetensors(path):
+        from safetensors.numpy import save_file
+
+        open(path, "wb").close()  # an unwritable path fails with OSError, as for .npz
+        save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(path),
+                  metadata={SAFETENSORS_KEY: header})
+        return
+    members = {**arrays, NPZ_HEADER: np.frombuffer(header.encode("utf-8"), dtype=np.uint8)}
+    with open(path, "wb") as handle:
+        np.savez(handle, **members)
+
