@@ -9,6 +9,8 @@ Public API
     (int, float, str, bool, or Fraction in exact mode), a selector a list of n rows of
     bools, row q being query q (`M[q][k] = keys[k] op queries[q]`).
 `evaluate_one(root, input, **same)`: the value of one node on one input.
+`evaluate_groups(roots, inputs, **same, first_index=0)`: `evaluate`'s arrays, one length
+    group at a time, with the positions of the group's inputs (what the CLI formats).
 `evaluate_batch(roots, batch, **same) -> dict[node, np.ndarray]`: the array-level API for
     benchmarks and the compiler. `batch` is a 2-D array or a list of equal-length inputs;
     an s-op's value is a (batch, n) array, a selector's a (batch, n, n) bool array. The
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -65,18 +67,35 @@ def evaluate(
     memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
 ) -> list[list[Any]]:
     """The value of every root on every input, as plain Python values (`out[i][r]`)."""
-    plan = _Plan(tuple(roots))
-    rows = [_as_input(x, i) for i, x in enumerate(inputs)]
-    by_length: dict[int, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_length[len(row)].append(i)
-    out: list[list[Any]] = [[None] * len(plan.roots) for _ in rows]
-    for ids in by_length.values():
-        arrays = _run_group(plan, [rows[i] for i in ids], ids, exact, memory_limit_bytes)
-        for r, root in enumerate(plan.roots):
+    out: list[list[Any]] = [[None] * len(roots) for _ in inputs]
+    for ids, arrays in evaluate_groups(roots, inputs, exact=exact,
+                                       memory_limit_bytes=memory_limit_bytes):
+        for r, root in enumerate(roots):
             for i, value in zip(ids, arrays[root].tolist()):
                 out[i][r] = value
     return out
+
+
+def evaluate_groups(
+    roots: Sequence[graph.Node],
+    inputs: Sequence[Any],
+    *,
+    exact: bool = False,
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+    first_index: int = 0,
+) -> Iterator[tuple[list[int], dict[graph.Node, np.ndarray]]]:
+    """`evaluate` one length group at a time, as arrays: the positions in `inputs` of the
+    group's inputs, and each root's value on them (row k is input ids[k]). Errors name
+    the failing input as `first_index` + its position (a caller evaluating a slice of a
+    larger batch passes the slice's start)."""
+    plan = _Plan(tuple(roots))
+    rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_length[len(row)].append(i)
+    for ids in by_length.values():
+        names = [first_index + i for i in ids]
+        yield ids, _run_group(plan, [rows[i] for i in ids], names, exact, memory_limit_bytes)
 
 
 def evaluate_one(root: graph.Node, input: Any, **options: Any) -> Any:

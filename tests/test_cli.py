@@ -102,10 +102,10 @@ def test_unknown_name_and_non_sop_name(capsys, tmp_path):
 def test_bad_inputs_file_line_is_reported(capsys, tmp_path):
     program = write(tmp_path, "y = tokens;\n")
     inputs = write(tmp_path, "abc\n[1, 2\n", "inputs.txt")
-    code, _, err = run_cli(capsys, "run", program, "--inputs", inputs)
-    assert code == 1
-    assert err.startswith(f"{inputs}:2:")
-    assert "not valid JSON" in err
+    code, out, err = run_cli(capsys, "run", program, "--inputs", inputs, "--fail-fast")
+    assert code == 1 and out == ""
+    assert err.startswith(f"{inputs}:2:6: type error: input looks like a JSON list but is "
+                          "not valid JSON: Expecting ',' delimiter")
 
 
 def test_nested_list_input_is_rejected(capsys, tmp_path):
