@@ -95,7 +95,8 @@ def evaluate_groups(
         by_length[len(row)].append(i)
     for ids in by_length.values():
         names = [first_index + i for i in ids]
-        yield ids, _run_group(plan, [rows[i] for i in ids], names, exact, memory_limit_bytes)
+        group = _group_rows([rows[i] for i in ids])
+        yield ids, _run_group(plan, group, names, exact, memory_limit_bytes)
 
 
 def evaluate_one(root: graph.Node, input: Any, **options: Any) -> Any:
@@ -112,7 +113,8 @@ def evaluate_batch(
 ) -> dict[graph.Node, np.ndarray]:
     """Array-level evaluation of a batch of equal-length inputs."""
     plan = _Plan(tuple(roots))
-    rows = batch if isinstance(batch, np.ndarray) else [_as_input(x, i) for i, x in enumerate(batch)]
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
+        [_as_input(x, i) for i, x in enumerate(batch)])
     if len({len(row) for row in rows}) > 1:
         raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for mixed lengths")
     return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
@@ -174,7 +176,9 @@ def _temporary_elements(node: graph.Node, n: int) -> int:
 
 
 def _as_input(x: Any, i: int) -> Sequence[Any]:
-    if not isinstance(x, str):
+    if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind == "i":
+        pass  # an integer row stays an array: a group of them is stacked whole (_group_rows)
+    elif not isinstance(x, str):
         try:
             x = [v.item() if isinstance(v, np.generic) else v for v in x]
         except TypeError:
@@ -182,6 +186,17 @@ def _as_input(x: Any, i: int) -> Sequence[Any]:
     if len(x) == 0:
         raise RaspTypeError(f"input {i} is empty: inputs must be non-empty sequences")
     return x
+
+
+def _group_rows(rows: list) -> Any:
+    """A group's inputs as `_run_group` takes them: integer arrays (1-D, from `_as_input`)
+    stacked into one 2-D array, which `_tokens` reads without looking at each element;
+    lists of Python atoms otherwise."""
+    if any(isinstance(row, np.ndarray) for row in rows):
+        if all(isinstance(row, np.ndarray) for row in rows):
+            return np.stack(rows).astype(np.int64, copy=False)
+        return [row.tolist() if isinstance(row, np.ndarray) else row for row in rows]
+    return rows
 
 
 def _run_group(

@@ -11,6 +11,8 @@ import json
 from fractions import Fraction
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..display import column_type_label, type_label
 from ..errors import RaspError
 
@@ -35,21 +37,28 @@ class Printer:
         """One entry per input; `column` is an array of shape (b, n) or (b, n, n) (a
         selector), or a list of b outputs; row k is the output on inputs[k]."""
         rows = column.tolist() if hasattr(column, "tolist") else list(column)
+        inputs, int_inputs = _atoms(inputs)
         if _is_selector(column, rows):
             return [self._selector(x, matrix) for x, matrix in zip(inputs, rows)]
-        label = column_type_label(column.dtype) if hasattr(column, "dtype") else None
+        kind = column.dtype.kind if hasattr(column, "dtype") else "O"
+        label = column_type_label(column.dtype) if kind != "O" else None
         labels = [label] * len(rows) if label else [type_label(row) for row in rows]
+        # str of a list of ints is its JSON, and str of a list of numbers is its text
+        # form: the fastest bulk conversion Python has.
         if self.as_json:
-            return [f'{{"input": {_ENCODER.encode(x)}, "output": {_ENCODER.encode(row)}, '
-                    f'"type": "{row_label}"}}' for x, row, row_label in zip(inputs, rows, labels)]
-        return [f"{self._head(x)} = {_list_text(row)} ({row_label})"
-                for x, row, row_label in zip(inputs, rows, labels)]
+            texts = map(str, rows) if kind == "i" else map(_ENCODER.encode, rows)
+            shown = map(str if int_inputs else _ENCODER.encode, inputs)
+            return [f'{{"input": {x}, "output": {text}, "type": "{row_label}"}}'
+                    for x, text, row_label in zip(shown, texts, labels)]
+        texts = map(str, rows) if kind in "bif" else map(_list_text, rows)
+        return [f"{self._head(x)} = {text} ({row_label})"
+                for x, text, row_label in zip(inputs, texts, labels)]
 
     def failure(self, input: Any, error: RaspError) -> str:
         """The entry of an input that failed (`input` is the text of a line that did not
         parse): its error as one line, `file:line:col: kind: message`."""
         if self.as_json:
-            return _ENCODER.encode({"input": input, "error": error.headline()})
+            return _ENCODER.encode({"input": _atoms([input])[0][0], "error": error.headline()})
         return error.headline()
 
     def _selector(self, x: Any, matrix: list[list[bool]]) -> str:
@@ -60,6 +69,15 @@ class Printer:
 
     def _head(self, x: Any) -> str:
         return f"{self.name}({json.dumps(x) if isinstance(x, str) else _list_text(x)})"
+
+
+def _atoms(inputs: Sequence[Any]) -> tuple[list, bool]:
+    """The inputs as Python atoms (the inputs reader gives integer lists as arrays), and
+    whether they are all such integer lists (of one length: converted in one call)."""
+    arrays = [x for x in inputs if isinstance(x, np.ndarray)]
+    if arrays and len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
+        return np.stack(arrays).tolist(), True
+    return [x.tolist() if isinstance(x, np.ndarray) else x for x in inputs], False
 
 
 def _is_selector(column: Any, rows: list) -> bool:

@@ -175,11 +175,12 @@ def _collect_inputs(args: argparse.Namespace) -> list:
 
 
 def _progress(starts: range, total: int) -> Iterable[int]:
-    if total < PROGRESS_THRESHOLD:
+    # A bar only where someone watches: tqdm (slow to import) is not loaded otherwise.
+    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
         return starts
     from tqdm import tqdm
 
-    return tqdm(starts, desc="evaluating", unit="chunk", file=sys.stderr, disable=None)
+    return tqdm(starts, desc="evaluating", unit="chunk", file=sys.stderr)
 
 
 def _chunk_entries(columns: Columns, printer: Printer, chunk: list, start: int,
