@@ -128,7 +128,8 @@ def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> tuple[str
     sample = batch[:sample_size]
     tracr_sort = tracr_programs()["sort"]
     tracr_rate = _rate(lambda: tracr_outputs(tracr_sort, sample), sample_size, 1)
-    problem = (_first_mismatch(outputs, rasp_sim_outputs(root, batch), batch)
+    problem = (f"{len(outputs)} outputs for {len(batch)} inputs" if len(outputs) != len(batch)
+               else _first_mismatch(outputs, rasp_sim_outputs(root, batch), batch)
                or _first_mismatch(outputs, tracr_outputs(tracr_sort, sample), sample))
     cli_rate = len(batch) / cli_seconds
     line = (f"{'sort':8} {len(batch[0]):>3} {cli_rate:>10,.0f} {engine_rate:>13,.0f} "
