@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_cli, write
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
 from rasp_sim.interpreter import Interpreter
@@ -16,16 +17,6 @@ from rasp_sim.interpreter import Interpreter
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def write(tmp_path: Path, text: str, name: str = "prog.rasp") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 def test_run_example_reverse(capsys):
@@ -98,14 +89,6 @@ def test_unknown_name_and_non_sop_name(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", program, "--name", "x", "--input", "a")
     assert code == 1 and "'x' is a" in err and "not an s-op or selector" in err
 
-
-def test_bad_inputs_file_line_is_reported(capsys, tmp_path):
-    program = write(tmp_path, "y = tokens;\n")
-    inputs = write(tmp_path, "abc\n[1, 2\n", "inputs.txt")
-    code, out, err = run_cli(capsys, "run", program, "--inputs", inputs, "--fail-fast")
-    assert code == 1 and out == ""
-    assert err.startswith(f"{inputs}:2:6: type error: input looks like a JSON list but is "
-                          "not valid JSON: Expecting ',' delimiter")
 
 
 def test_nested_list_input_is_rejected(capsys, tmp_path):

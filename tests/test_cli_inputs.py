@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_cli, write
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
 from rasp_sim.evaluate import evaluate
@@ -19,16 +20,6 @@ from rasp_sim.limits import MAX_INT_BITS, MAX_INT_DIGITS
 DIVIDE = "x = 6 / (tokens_int - 1);\n"
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def write(tmp_path: Path, text: str, name: str = "prog.rasp") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 def expected_values(program: str, inputs: list) -> list:
@@ -99,13 +90,18 @@ def test_failures_in_large_batches_are_found_and_named(capsys, tmp_path):
     assert [results[i]["output"] for i in good] == expected_values(program, [rows[i] for i in good])
 
 
-def test_fail_fast_stops_at_the_first_error(capsys, tmp_path):
+@pytest.mark.parametrize("lines, first_error", [
+    ("[2]\n[1]\n[3]\n", "{program}:1:5: runtime error: division by zero in 6 (int) / 0 "
+                         "(int), on input 1 ([1])"),
+    ("[2]\n[1]\n[1, 2\n", "{inputs}:3:6: type error: input looks like a JSON list but is "
+                          "not valid JSON: Expecting ',' delimiter"),  # found before evaluating
+])
+def test_fail_fast_stops_at_the_first_error(capsys, tmp_path, lines, first_error):
     program = write(tmp_path, DIVIDE)
-    inputs = write(tmp_path, "[2]\n[1]\n[3]\n", "inputs.txt")
+    inputs = write(tmp_path, lines, "inputs.txt")
     code, out, err = run_cli(capsys, "run", program, "--inputs", inputs, "--fail-fast")
     assert code == 1 and out == ""
-    assert err.startswith(f"{program}:1:5: runtime error: division by zero in 6 (int) / 0 "
-                          "(int), on input 1 ([1])")
+    assert err.startswith(first_error.format(program=program, inputs=inputs))
 
 
 def test_fail_fast_names_the_input_in_the_whole_batch(capsys, tmp_path):

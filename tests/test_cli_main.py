@@ -10,14 +10,10 @@ from pathlib import Path
 import pytest
 
 import rasp_sim.cli.run as run_module
+from cli_helpers import write
 from rasp_sim.cli import COMMANDS, build_parser, main
 from rasp_sim.cli.run import MAX_SIZE, parse_size
 
-
-def write(tmp_path: Path, text: str, name: str = "prog.rasp") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 # ------------------------------------------------------------ last-resort handler
