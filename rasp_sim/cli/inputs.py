@@ -53,6 +53,11 @@ def parse_input(text: str, span: Span | None = None, *,
     return text
 
 
+def atoms(x: Input) -> "str | list[Atom]":
+    """An input as Python atoms (a list of integers is read as an array)."""
+    return x.tolist() if isinstance(x, np.ndarray) else x
+
+
 def command_line_input(text: str, number: int, *, exact: bool = False) -> Input:
     """The `number`th (1-based) --input, its errors located in a source named <input N>."""
     name = f"<input {number}>"

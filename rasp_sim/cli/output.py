@@ -15,6 +15,7 @@ import numpy as np
 
 from ..display import column_type_label, type_label
 from ..errors import RaspError
+from .inputs import atoms
 
 
 def _exact_json(x: Any) -> Any:
@@ -36,12 +37,13 @@ class Printer:
     def outputs(self, inputs: Sequence[Any], column: Any) -> list[str]:
         """One entry per input; `column` is an array of shape (b, n) or (b, n, n) (a
         selector), or a list of b outputs; row k is the output on inputs[k]."""
-        rows = column.tolist() if hasattr(column, "tolist") else list(column)
+        rows = column.tolist() if isinstance(column, np.ndarray) else list(column)
         inputs, int_inputs = _atoms(inputs)
         if _is_selector(column, rows):
             return [self._selector(x, matrix) for x, matrix in zip(inputs, rows)]
-        kind = column.dtype.kind if hasattr(column, "dtype") else "O"
-        label = column_type_label(column.dtype) if kind != "O" else None
+        is_array = isinstance(column, np.ndarray)
+        kind = column.dtype.kind if is_array else "O"
+        label = column_type_label(column.dtype) if is_array else None  # None: per row
         labels = [label] * len(rows) if label else [type_label(row) for row in rows]
         # str of a list of ints is its JSON, and str of a list of numbers is its text
         # form: the fastest bulk conversion Python has.
@@ -77,11 +79,11 @@ def _atoms(inputs: Sequence[Any]) -> tuple[list, bool]:
     arrays = [x for x in inputs if isinstance(x, np.ndarray)]
     if arrays and len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
         return np.stack(arrays).tolist(), True
-    return [x.tolist() if isinstance(x, np.ndarray) else x for x in inputs], False
+    return [atoms(x) for x in inputs], False
 
 
 def _is_selector(column: Any, rows: list) -> bool:
-    if hasattr(column, "ndim"):
+    if isinstance(column, np.ndarray):
         return column.ndim == 3
     return bool(rows) and bool(rows[0]) and isinstance(rows[0][0], list)
 

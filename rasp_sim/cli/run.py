@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import RaspError
 from . import UsageError
-from .inputs import BadInput, command_line_input, read_inputs_file
+from .inputs import BadInput, atoms, command_line_input, read_inputs_file
 from .output import Printer
 
 # Inputs are evaluated in chunks of this many so the progress bar can advance; the
@@ -103,8 +102,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-
-
 def run(args: argparse.Namespace) -> int:
     if args.weights and args.file:
         raise UsageError("give either a program FILE or --weights MODEL, not both")
@@ -156,7 +153,8 @@ def _weights_columns(args: argparse.Namespace) -> tuple[str, Columns]:
         print(warning, file=sys.stderr)
 
     def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
-        yield list(range(len(inputs))), run_weights(model, inputs)
+        # the model's token lookup wants Python atoms, not NumPy scalars
+        yield list(range(len(inputs))), run_weights(model, [atoms(x) for x in inputs])
 
     return args.weights, columns
 
@@ -200,7 +198,7 @@ def _chunk_entries(columns: Columns, printer: Printer, chunk: list, start: int,
             positions.append(k)
     results: list[tuple[list[int], Any]] = []
     if fail_fast:  # no BadInput here: the whole chunk at once, errors raised
-        results = [(ids, column) for ids, column in columns(chunk, start)]
+        results = list(columns(chunk, start))
     elif positions:
         _settle(columns, chunk, positions, start, results, failures)
     for ids, column in results:
