@@ -9,6 +9,11 @@ examples/histogram.rasp, and one-line programs for sort and length), parsed and 
 primitive stands in for the library's selector_width trick). All evaluate the same random
 batch of 10,000 inputs over an 8-letter alphabet at n = 16 and n = 64.
 
+A last row runs the real CLI, `rasp-sim run examples/sort.rasp --inputs FILE --json` in a
+fresh process, on 10,000 inputs of 64 ints, beside the engine in-process (evaluate_batch
+of the same program on the inputs as one int64 array) and tracr: what a user gets end to end (start-up, reading the file,
+evaluating, printing JSON) against the engine alone.
+
 tracr and the original interpreter (tech-srl/RASP) evaluate one input at a time, so each
 is timed on a subsample (the first 200 inputs) and its rate extrapolated; the output says
 so. The original runs only when given a checkout (--original or RASP_ORIGINAL) and a
@@ -25,10 +30,13 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 from rasp_sim import graph
 from rasp_sim.evaluate import evaluate_batch
@@ -80,6 +88,56 @@ def rasp_sim_roots(progs: dict[str, Program]) -> tuple[dict[str, graph.SOp], dic
 
 def rasp_sim_outputs(root: graph.SOp, batch: list[str]) -> list[list[Any]]:
     return evaluate_batch([root], batch)[root].tolist()
+
+
+# ------------------------------------------------------------------- the CLI end to end
+
+CLI_PROGRAM = ROOT / "examples" / "sort.rasp"  # sorts integer tokens
+
+
+def random_int_batch(rng: random.Random, n: int, size: int) -> list[list[int]]:
+    return [[rng.randrange(len(ALPHABET)) for _ in range(n)] for _ in range(size)]
+
+
+def cli_outputs(batch: list[list[int]], folder: Path) -> tuple[list[list[Any]], float]:
+    """`rasp-sim run examples/sort.rasp --inputs FILE --json` on `batch`, as a user runs
+    it (a fresh process: start-up, reading, evaluating, printing): its outputs and the
+    seconds it took."""
+    inputs = folder / "inputs.txt"
+    inputs.write_text("".join(json.dumps(x) + "\n" for x in batch))
+    command = [sys.executable, "-m", "rasp_sim", "run", str(CLI_PROGRAM), "--inputs",
+               str(inputs), "--json"]
+    start = time.perf_counter()
+    # cwd: outside the repository, whose rasp_sim/ folder would shadow the installed one
+    result = subprocess.run(command, capture_output=True, text=True, cwd=folder,
+                            env={**os.environ, "TQDM_DISABLE": "1"})
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise RuntimeError(f"rasp-sim run failed: {result.stderr.strip()}")
+    return [json.loads(line)["output"] for line in result.stdout.splitlines()], seconds
+
+
+def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> tuple[str, str | None]:
+    """The CLI's row (rasp-sim run vs the engine in-process vs tracr) and a mismatch, if
+    any, of the CLI's outputs with the engine's (all inputs) or tracr's (the sample)."""
+    interpreter = Interpreter()
+    interpreter.run_file(str(CLI_PROGRAM))
+    root = interpreter.lookup("sorted")
+    with tempfile.TemporaryDirectory() as folder:
+        runs = [cli_outputs(batch, Path(folder)) for _ in range(repeats)]
+    outputs, cli_seconds = runs[0][0], min(seconds for _, seconds in runs)
+    array = np.array(batch, dtype=np.int64)  # the engine's fastest input: no atom is read
+    engine_rate = _rate(lambda: evaluate_batch([root], array), len(batch), 3)
+    sample = batch[:sample_size]
+    tracr_sort = tracr_programs()["sort"]
+    tracr_rate = _rate(lambda: tracr_outputs(tracr_sort, sample), sample_size, 1)
+    problem = (f"{len(outputs)} outputs for {len(batch)} inputs" if len(outputs) != len(batch)
+               else _first_mismatch(outputs, rasp_sim_outputs(root, batch), batch)
+               or _first_mismatch(outputs, tracr_outputs(tracr_sort, sample), sample))
+    cli_rate = len(batch) / cli_seconds
+    line = (f"{'sort':8} {len(batch[0]):>3} {cli_rate:>10,.0f} {engine_rate:>13,.0f} "
+            f"{tracr_rate:>12,.1f} {cli_rate / engine_rate:>11.2f} {cli_rate / tracr_rate:>9,.0f}x")
+    return line, problem
 
 
 # ----------------------------------------------------------------------- tracr programs
@@ -196,6 +254,7 @@ def _parse_args() -> argparse.Namespace:
 def main() -> int:
     args = _parse_args()
     batch_size = 1000 if args.quick else 10_000
+    cli_repeats = 1 if args.quick else 3
     sample_size = 20 if args.quick else 200
     original = None
     if args.original:
@@ -241,6 +300,16 @@ def main() -> int:
                   f"{original_cells[1]:>12}", flush=True)
     if original:
         original.close()
+    print(f"\nthe CLI end to end: `rasp-sim run examples/sort.rasp --inputs FILE --json`, a "
+          f"fresh process, on {batch_size} random inputs of 64 ints (best of {cli_repeats}), "
+          "vs the engine in-process (evaluate_batch of an int64 array) and tracr on the same "
+          "inputs")
+    print(f"{'program':8} {'n':>3} {'CLI seq/s':>10} {'engine seq/s':>13} {'tracr seq/s':>12} "
+          f"{'CLI/engine':>11} {'vs tracr':>10}")
+    line, problem = cli_row(random_int_batch(rng, 64, batch_size), sample_size, cli_repeats)
+    print(line, flush=True)
+    if problem:
+        mismatches.append(f"sort n=64 CLI: {problem}")
     for line in mismatches:
         print(f"MISMATCH {line}", file=sys.stderr)
     return 1 if mismatches else 0

@@ -14,9 +14,20 @@ from . import graph
 from .semantics import sequence_type
 from .values import Applied, Function, node_name
 
+
 def type_label(values: list) -> str:
     """The plural type name the original prints after a sequence: ints, floats, ..."""
     return sequence_type(values) + "s"
+
+
+# The label of every row of a value column (rasp_sim.evaluation.columns) by dtype kind;
+# object columns (mixed rows, big ints, Fractions) have none: label them row by row.
+_COLUMN_LABELS = {"b": "bools", "i": "ints", "f": "floats", "U": "strings"}
+
+
+def column_type_label(dtype: Any) -> str | None:
+    """type_label of each row of a column of this NumPy dtype, or None for object columns."""
+    return _COLUMN_LABELS.get(dtype.kind)
 
 
 Runner = Callable[[graph.Node, Any], list]
@@ -97,6 +108,8 @@ class Display:
     selector_example: Any = "hello"
 
     def named(self, name: str | None, value: Any, tabs: int = 0, first: str = "") -> list[str]:
+        if isinstance(value, (list, dict)):
+            return self._container(name, value, tabs, first)
         pre = "\t" * tabs
         if isinstance(value, (graph.SOp, graph.Selector)) and name is None:
             name = node_name(value)
@@ -124,26 +137,38 @@ class Display:
             return lines
         if isinstance(value, Function):
             return [f"{pre} {first}    {value.describe()}"]
-        if isinstance(value, (list, dict)):
-            return self._container(name, value, pre, tabs, first)
         named = f"{name} = " if name is not None else ""
         return [f"{pre}    value: {named} {quote(value)}"]
 
-    def _container(self, name: str | None, value: Any, pre: str, tabs: int, first: str) -> list[str]:
-        is_list = isinstance(value, list)
-        head = ("   list: " if is_list else "   dict: ") + (f"{name} = " if name is not None else "")
-        items = list(value) if is_list else list(value.values())
-        nested = any(isinstance(v, (list, dict, graph.SOp, graph.Selector)) for v in items)
-        if not nested:
-            return [f"{pre} {first} {head}{list(value) if is_list else value!r}"]
-        lines = [f"{pre} {first} {head}{pre} " + ("[" if is_list else "{")]
-        if is_list:
-            for v in value:
-                lines += self.named(None, v, tabs + 2)
-        else:
-            for k, v in value.items():
-                lines += self.named(None, v, tabs + 3, first=f"{quote(k)} : ")
-        lines.append(pre + " " * (len(head) + 2) + ("]" if is_list else "}"))
+    def _container(self, name: str | None, value: Any, tabs: int, first: str) -> list[str]:
+        """A list or dict, its nested elements indented below it. Iterative (a stack of
+        pending elements and closing lines), so a value nested 1,000 deep displays
+        without exhausting Python's recursion limit."""
+        lines: list[str] = []
+        pending: list = [(name, value, tabs, first)]
+        while pending:
+            task = pending.pop()
+            if isinstance(task, str):  # a closing bracket line
+                lines.append(task)
+                continue
+            name, value, tabs, first = task
+            if not isinstance(value, (list, dict)):
+                lines += self.named(name, value, tabs, first)
+                continue
+            pre = "\t" * tabs
+            is_list = isinstance(value, list)
+            head = ("   list: " if is_list else "   dict: ") + (f"{name} = " if name is not None else "")
+            items = list(value) if is_list else list(value.values())
+            if not any(isinstance(v, (list, dict, graph.SOp, graph.Selector)) for v in items):
+                lines.append(f"{pre} {first} {head}{list(value) if is_list else value!r}")
+                continue
+            lines.append(f"{pre} {first} {head}{pre} " + ("[" if is_list else "{"))
+            pending.append(pre + " " * (len(head) + 2) + ("]" if is_list else "}"))
+            if is_list:
+                children = [(None, v, tabs + 2, "") for v in value]
+            else:
+                children = [(None, v, tabs + 3, f"{quote(k)} : ") for k, v in value.items()]
+            pending.extend(reversed(children))
         return lines
 
     def applied(self, value: Applied) -> list[str]:

@@ -78,12 +78,16 @@ class RaspError(Exception):
             self.span = span
         return self
 
-    def format(self) -> str:
-        """`file:line:col: kind: message`, then the source line and a caret."""
+    def headline(self) -> str:
+        """`file:line:col: kind: message` (`kind: message` without a span): one line."""
         if self.span is None:
-            return "\n".join([f"{self.kind}: {self.message}", *self.notes])
-        head = f"{self.span}: {self.kind}: {self.message}"
-        return "\n".join([head, *quote(self.span), *self.notes])
+            return f"{self.kind}: {self.message}"
+        return f"{self.span}: {self.kind}: {self.message}"
+
+    def format(self) -> str:
+        """The headline, then the source line and a caret."""
+        where = quote(self.span) if self.span is not None else []
+        return "\n".join([self.headline(), *where, *self.notes])
 
     def __str__(self) -> str:
         return self.format()

@@ -9,6 +9,8 @@ Public API
     (int, float, str, bool, or Fraction in exact mode), a selector a list of n rows of
     bools, row q being query q (`M[q][k] = keys[k] op queries[q]`).
 `evaluate_one(root, input, **same)`: the value of one node on one input.
+`evaluate_groups(roots, inputs, **same, first_index=0)`: `evaluate`'s arrays, one length
+    group at a time, with the positions of the group's inputs (what the CLI formats).
 `evaluate_batch(roots, batch, **same) -> dict[node, np.ndarray]`: the array-level API for
     benchmarks and the compiler. `batch` is a 2-D array or a list of equal-length inputs;
     an s-op's value is a (batch, n) array, a selector's a (batch, n, n) bool array. The
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -65,18 +67,36 @@ def evaluate(
     memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
 ) -> list[list[Any]]:
     """The value of every root on every input, as plain Python values (`out[i][r]`)."""
-    plan = _Plan(tuple(roots))
-    rows = [_as_input(x, i) for i, x in enumerate(inputs)]
-    by_length: dict[int, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_length[len(row)].append(i)
-    out: list[list[Any]] = [[None] * len(plan.roots) for _ in rows]
-    for ids in by_length.values():
-        arrays = _run_group(plan, [rows[i] for i in ids], ids, exact, memory_limit_bytes)
-        for r, root in enumerate(plan.roots):
+    out: list[list[Any]] = [[None] * len(roots) for _ in inputs]
+    for ids, arrays in evaluate_groups(roots, inputs, exact=exact,
+                                       memory_limit_bytes=memory_limit_bytes):
+        for r, root in enumerate(roots):
             for i, value in zip(ids, arrays[root].tolist()):
                 out[i][r] = value
     return out
+
+
+def evaluate_groups(
+    roots: Sequence[graph.Node],
+    inputs: Sequence[Any],
+    *,
+    exact: bool = False,
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+    first_index: int = 0,
+) -> Iterator[tuple[list[int], dict[graph.Node, np.ndarray]]]:
+    """`evaluate` one length group at a time, as arrays: the positions in `inputs` of the
+    group's inputs, and each root's value on them (row k is input ids[k]). Errors name
+    the failing input as `first_index` + its position (a caller evaluating a slice of a
+    larger batch passes the slice's start)."""
+    plan = _Plan(tuple(roots))
+    rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_length[len(row)].append(i)
+    for ids in by_length.values():
+        names = [first_index + i for i in ids]
+        group = _group_rows([rows[i] for i in ids])
+        yield ids, _run_group(plan, group, names, exact, memory_limit_bytes)
 
 
 def evaluate_one(root: graph.Node, input: Any, **options: Any) -> Any:
@@ -93,7 +113,8 @@ def evaluate_batch(
 ) -> dict[graph.Node, np.ndarray]:
     """Array-level evaluation of a batch of equal-length inputs."""
     plan = _Plan(tuple(roots))
-    rows = batch if isinstance(batch, np.ndarray) else [_as_input(x, i) for i, x in enumerate(batch)]
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
+        [_as_input(x, i) for i, x in enumerate(batch)])
     if len({len(row) for row in rows}) > 1:
         raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for mixed lengths")
     return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
@@ -155,7 +176,9 @@ def _temporary_elements(node: graph.Node, n: int) -> int:
 
 
 def _as_input(x: Any, i: int) -> Sequence[Any]:
-    if not isinstance(x, str):
+    if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind == "i":
+        pass  # an integer row stays an array: a group of them is stacked whole (_group_rows)
+    elif not isinstance(x, str):
         try:
             x = [v.item() if isinstance(v, np.generic) else v for v in x]
         except TypeError:
@@ -163,6 +186,17 @@ def _as_input(x: Any, i: int) -> Sequence[Any]:
     if len(x) == 0:
         raise RaspTypeError(f"input {i} is empty: inputs must be non-empty sequences")
     return x
+
+
+def _group_rows(rows: list) -> Any:
+    """A group's inputs as `_run_group` takes them: integer arrays (1-D, from `_as_input`)
+    stacked into one 2-D array, which `_tokens` reads without looking at each element;
+    lists of Python atoms otherwise."""
+    if any(isinstance(row, np.ndarray) for row in rows):
+        if all(isinstance(row, np.ndarray) for row in rows):
+            return np.stack(rows).astype(np.int64, copy=False)
+        return [row.tolist() if isinstance(row, np.ndarray) else row for row in rows]
+    return rows
 
 
 def _run_group(

@@ -15,11 +15,12 @@ compiler lower it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Literal, Sequence, Union, cast
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Sequence, Union, cast
 
 from .errors import Span
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built: `rasp-sim run` never needs it
+    import networkx as nx
 
 TokensKind = Literal["str", "int", "float", "bool", "asis"]
 Comparison = Literal["==", "!=", "<", ">", "<=", ">="]
@@ -224,6 +225,8 @@ def ancestors(roots: "Node | tuple[Node, ...] | list[Node]") -> Iterator[Node]:
 
 def to_networkx(roots: "Node | tuple[Node, ...] | list[Node]") -> nx.DiGraph:
     """A DiGraph whose nodes are the graph nodes themselves, edges child -> parent."""
+    import networkx as nx
+
     g = nx.DiGraph()
     for node in ancestors(roots):
         g.add_node(node)

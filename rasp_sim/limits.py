@@ -14,6 +14,7 @@ through `rasp_sim.semantics.binary`, so the same check covers them.
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -30,6 +31,19 @@ MAX_INT_BITS = 1_000_000
 # 2 s at 10^6. 10^5 bits is about 30,000 digits, far above what exact linear algebra
 # needs (an n x n inverse of float64 inputs stays below about 1,100 n bits).
 MAX_FRACTION_BITS = 100_000
+# Decimal digits of the largest such integer (2^MAX_INT_BITS has 301,030).
+MAX_INT_DIGITS = math.floor(MAX_INT_BITS * math.log10(2)) + 1
+# Python refuses str(int) and int(str) beyond 4,300 digits by default; rasp-sim's values
+# may have MAX_INT_DIGITS, and sums of such values a few more: twice that is allowed.
+INT_TEXT_DIGITS = 2 * MAX_INT_DIGITS
+
+
+def allow_int_text() -> None:
+    """Let Python print and parse the integers the limits allow (never lowers a limit the
+    host program set; 0 means none)."""
+    current = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if current and current < INT_TEXT_DIGITS:
+        sys.set_int_max_str_digits(INT_TEXT_DIGITS)
 
 
 def check_collection_length(length: int, what: str) -> None:

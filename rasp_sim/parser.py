@@ -29,6 +29,7 @@ from lark.exceptions import (
 
 from . import ast
 from .errors import RaspSyntaxError, Span, register_source
+from .limits import MAX_INT_BITS, MAX_INT_DIGITS
 from .syntax_messages import syntax_error
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -226,10 +227,11 @@ class _Builder(Transformer_NonRecursive):
     # ---- expressions
     def integer(self, meta, children):
         tok = children[0]
-        try:
-            value = int(tok)
-        except ValueError:      # longer than sys.get_int_max_str_digits()
-            raise self._reject(f"integer literal with {len(tok)} digits is too long", tok)
+        # The project's integer limit, checked before int() builds the value.
+        value = int(tok) if len(tok) <= MAX_INT_DIGITS else None
+        if value is None or value.bit_length() > MAX_INT_BITS:
+            raise self._reject(f"integer literal with {len(tok):,} digits is too long (above "
+                               f"{MAX_INT_BITS:,} bits, rasp_sim.limits.MAX_INT_BITS)", tok)
         return ast.IntLiteral(value, self._span(meta))
 
     def float_literal(self, meta, children):

@@ -383,7 +383,10 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
 
 def convert_token(kind: str, x: Any, *, exact: bool = False) -> Any:
     """One input element as `tokens_<kind>` sees it (5.1): `int("1.5")` fails,
-    `bool("0")` is True, `asis` returns it unchanged. In exact mode floats become Fractions."""
+    `bool("0")` is True, `asis` returns it unchanged. In exact mode floats become Fractions,
+    and `tokens_float` keeps an exact input (a Fraction) as it is rather than round it."""
+    if exact and kind == "float" and isinstance(x, Fraction):
+        return x
     if kind != "asis":
         try:
             x = _CONVERT[kind](x)

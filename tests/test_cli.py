@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_cli, write
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
 from rasp_sim.errors import RaspNameError
@@ -17,16 +18,6 @@ from rasp_sim.interpreter import Interpreter
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def write(tmp_path: Path, text: str, name: str = "prog.rasp") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 def test_run_example_reverse(capsys):
@@ -99,14 +90,6 @@ def test_unknown_name_and_non_sop_name(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", program, "--name", "x", "--input", "a")
     assert code == 1 and "'x' is a" in err and "not an s-op or selector" in err
 
-
-def test_bad_inputs_file_line_is_reported(capsys, tmp_path):
-    program = write(tmp_path, "y = tokens;\n")
-    inputs = write(tmp_path, "abc\n[1, 2\n", "inputs.txt")
-    code, _, err = run_cli(capsys, "run", program, "--inputs", inputs)
-    assert code == 1
-    assert err.startswith(f"{inputs}:2:")
-    assert "not valid JSON" in err
 
 
 def test_nested_list_input_is_rejected(capsys, tmp_path):
@@ -247,9 +230,9 @@ def test_compile_and_verify_take_the_sandbox_option(escaping_program):
     from rasp_sim.cli.compile import _program
     from rasp_sim.errors import RaspLoadError
 
-    parser = build_parser()
     for argv in (["compile", "p.rasp", "--name", "x", "--vocab", "a", "--max-len", "2"],
                  ["verify", "m.npz", "p.rasp", "--name", "x"]):
+        parser = build_parser(argv[0])
         assert parser.parse_args([*argv, "--sandbox"]).sandbox is True
         assert parser.parse_args(argv).sandbox is False
     with pytest.raises(RaspLoadError, match="--sandbox refuses to load '../outside'"):

@@ -16,6 +16,7 @@ from program_strategy import expressions, mutated_programs, programs
 
 from rasp_sim import ast
 from rasp_sim.errors import RaspSyntaxError, Span
+from rasp_sim.limits import MAX_INT_BITS, MAX_INT_DIGITS
 from rasp_sim.parser import (
     GRAMMAR_PATH, IncrementalCheck, _lark, is_incomplete, parse, parse_expression,
 )
@@ -92,8 +93,11 @@ def test_sign_is_never_part_of_a_literal():
 
 
 def test_huge_integer_literal_is_a_syntax_error_not_a_crash():
-    error = syntax_error("x = " + "9" * 5000 + ";")
-    assert where(error) == (1, 5) and "5000 digits is too long" in error.message
+    assert value_of("x = " + "9" * 5000 + ";").value == 10 ** 5000 - 1  # within the limit
+    error = syntax_error("x = " + "9" * (MAX_INT_DIGITS + 1) + ";")
+    assert where(error) == (1, 5) and error.message == (
+        f"integer literal with {MAX_INT_DIGITS + 1:,} digits is too long (above "
+        f"{MAX_INT_BITS:,} bits, rasp_sim.limits.MAX_INT_BITS)")
 
 
 def test_strings_have_no_escapes():

@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok, 1 program error (any `RaspError`), 2 usage error (argparse's own).
 Errors print as `file:line:col: kind: message` with the source line and a caret; a
-Python traceback only with `--debug`. Subcommand modules import heavy dependencies
+Python traceback only with `--debug`. Only the chosen subcommand's module is imported
+(the others are listed from a table), and subcommand modules import heavy dependencies
 (tracr, jax) inside their handlers, so `rasp-sim run` starts fast.
 """
 from __future__ import annotations
@@ -11,19 +12,35 @@ import argparse
 import importlib
 import sys
 import traceback
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from ..errors import RaspError
 
-# The subcommand modules, in help order; each defines `register(subparsers)`, which
-# adds its parser and sets `handler(args) -> int` as a default.
-COMMANDS: tuple[str, ...] = (
-    "rasp_sim.cli.run",
-    "rasp_sim.cli.analyse",
-    "rasp_sim.cli.repl",
-    "rasp_sim.cli.universal",
-    "rasp_sim.cli.compile",
-    "rasp_sim.cli.experiment",
+
+class Command(NamedTuple):
+    name: str
+    module: str  # defines `register(subparsers)`, which adds the command's parser (and
+    # its siblings in the same module) and sets `handler(args) -> int` as a default
+    help: str  # as the module's parser says it: `rasp-sim --help` lists it unimported
+    aliases: tuple[str, ...] = ()
+
+
+# The subcommands, in help order (tests/test_cli_main.py checks them against the modules).
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "rasp_sim.cli.run", "evaluate a program's s-op on inputs"),
+    Command("analyse", "rasp_sim.cli.analyse",
+            "layers, heads per layer and head widths of an s-op", ("analyze",)),
+    Command("draw", "rasp_sim.cli.analyse",
+            "draw an s-op's graph, one band per layer (.png, .svg or .dot)"),
+    Command("repl", "rasp_sim.cli.repl", "interactive RASP session with a running example"),
+    Command("universal", "rasp_sim.cli.universal",
+            "fixed universal transformers: build, embed a target, verify"),
+    Command("compile", "rasp_sim.cli.compile",
+            "compile an s-op to transformer weights through tracr, validated"),
+    Command("verify", "rasp_sim.cli.compile",
+            "re-run the validation of compiled weights against a program"),
+    Command("experiment", "rasp_sim.cli.experiment",
+            "train embeddings of frozen universal transformers (Dyck-1, k-hop)"),
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2
@@ -33,16 +50,29 @@ class UsageError(Exception):
     """A bad combination of command-line arguments found after argparse (exit 2)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with `command`'s full parser (its module imported) and every other
+    command as a stub that only lists it; None: all stubs (enough for `--help`)."""
     parser = argparse.ArgumentParser(
         prog="rasp-sim",
         description="Run, analyse and compile RASP programs; build fixed universal transformers.",
     )
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name in COMMANDS:
-        importlib.import_module(module_name).register(subparsers)
+    chosen = next((c.module for c in COMMANDS if command in (c.name, *c.aliases)), None)
+    for entry in COMMANDS:
+        if entry.module == chosen:
+            if entry.name not in subparsers.choices:
+                importlib.import_module(entry.module).register(subparsers)
+        else:
+            subparsers.add_parser(entry.name, aliases=entry.aliases, help=entry.help)
     return parser
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names: its first argument that is not an option (the main
+    parser's options take no values)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 # Options whose value may start with "-" (a vocabulary such as -1,0,1, a range -5,5): argparse reads
@@ -84,8 +114,25 @@ def join_dash_values(argv: Sequence[str], parser: argparse.ArgumentParser) -> li
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else argv, parser))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv  # known before parsing, for errors that parsing raises
+    try:
+        parser = build_parser(chosen_command(argv))
+        args = parser.parse_args(join_dash_values(argv, parser))
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as error:  # noqa: BLE001: the last resort; every known error is handled below
+        if debug:
+            traceback.print_exc()
+        print(f"rasp-sim: {unexpected_error_message(error)}", file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args) or EXIT_OK)
     except UsageError as error:
@@ -97,8 +144,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(error.format(), file=sys.stderr)
         return EXIT_PROGRAM_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return EXIT_OK
+
+
+def unexpected_error_message(error: BaseException) -> str:
+    """What the CLI says about an exception no error handling expected: resource
+    exhaustion gets its own message, anything else is a bug to report."""
+    if isinstance(error, MemoryError):
+        return ("resource limit: out of memory; lower --memory-limit (batches are split to "
+                "fit it) or give smaller inputs")
+    if isinstance(error, RecursionError):
+        return ("resource limit: maximum recursion depth exceeded (a value or program "
+                "nested too deeply)")
+    return f"internal error: {type(error).__name__}: {error} (please report)"

@@ -2,66 +2,225 @@
 
 One rule for both: text that parses as a JSON list is that list (its elements must be
 atoms: numbers, strings, booleans); any other text is a string, i.e. the sequence of its
-characters, as in the original's `e("hello")`.
+characters, as in the original's `e("hello")`. A list of integers is returned as an int64
+array, which the evaluator takes whole (rasp_sim.evaluate).
+
+Exact mode reads each number as the decimal it spells (`0.1` is 1/10, not the double
+nearest it) and a string that spells a fraction (`"1/3"`) as that rational. Integers and
+exact values are refused beyond rasp_sim.limits.MAX_INT_BITS, before they are built. A
+line of an inputs file that is not a valid input becomes a `BadInput`, so that the other
+lines can still run.
 """
 from __future__ import annotations
 
+import functools
 import json
-from pathlib import Path
-from typing import Any
+import os
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Union
 
-from ..errors import RaspError, RaspTypeError, Span, register_source
+import numpy as np
+
+from ..errors import (RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Span,
+                      register_source)
+from ..limits import MAX_INT_BITS, MAX_INT_DIGITS
 
 Atom = Any
+Input = Union[str, "list[Atom]", np.ndarray]  # see parse_input
+_WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
+_RATIONAL = re.compile(r"[+-]?\d+/\d+")
 
 
-def parse_input(text: str, span: Span | None = None) -> "str | list[Atom]":
-    """One input: a JSON list of atoms, or a plain string of characters."""
-    stripped = text.strip()
+@dataclass(frozen=True)
+class BadInput:
+    """A line of an inputs file that is not a valid input: its text and why."""
+
+    text: str
+    error: RaspError
+
+
+def parse_input(text: str, span: Span | None = None, *,
+                exact: bool = False) -> Input:
+    """One input: a JSON list of atoms (a list of only integers as an int64 array), or a
+    plain string of characters. `span` is the whole text's place (errors point inside it)."""
+    stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError as error:
-            where = _shift(span, error.colno - 1 + (len(text) - len(text.lstrip())))
-            raise RaspTypeError(
-                f"input looks like a JSON list but is not valid JSON: {error.msg}", where
-            ) from None
-        if not isinstance(value, list):
-            raise RaspTypeError("an input must be a JSON list or a plain string", span)
-        for position, element in enumerate(value):
-            if isinstance(element, (list, dict)) or element is None:
-                raise RaspTypeError(
-                    f"input element {position} is {json.dumps(element)}: sequence elements "
-                    "must be numbers, strings or booleans",
-                    span,
-                )
-        if not value:
-            raise RaspTypeError("an input must not be empty", span)
-        return value
+        return _parse_list(text, len(text) - len(stripped), span, exact)
     if text == "":
         raise RaspTypeError("an input must not be empty", span)
     return text
 
 
-def read_inputs_file(path: str) -> list["str | list[Atom]"]:
-    """One input per line; blank lines are skipped. Errors point at the line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise RaspError(f"cannot read inputs file {path}: {error.strerror}") from None
+def atoms(x: Input) -> "str | list[Atom]":
+    """An input as Python atoms (a list of integers is read as an array)."""
+    return x.tolist() if isinstance(x, np.ndarray) else x
+
+
+def command_line_input(text: str, number: int, *, exact: bool = False) -> Input:
+    """The `number`th (1-based) --input, its errors located in a source named <input N>."""
+    name = f"<input {number}>"
+    register_source(name, text)
+    return parse_input(text, Span(name, 1, 1, 1, len(text) + 1), exact=exact)
+
+
+def read_inputs_file(path: str, *, max_bytes: int,
+                     exact: bool = False) -> list[Input | BadInput]:
+    """One input per line; blank lines are skipped. A line that is not a valid input is a
+    BadInput whose error points into the line. A file over `max_bytes` is refused unread."""
+    text = _read_text(path, max_bytes)
     register_source(path, text)
-    inputs = []
+    entries: list = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        span = Span(path, number, 1, number, len(line) + 1)
-        inputs.append(parse_input(line, span))
-    if not inputs:
+        try:
+            entries.append(parse_input(line, Span(path, number, 1, number, len(line) + 1),
+                                       exact=exact))
+        except RaspError as error:
+            entries.append(BadInput(line, error))
+    if not entries:
         raise RaspError(f"inputs file {path} contains no inputs")
-    return inputs
+    return entries
+
+
+def _read_text(path: str, max_bytes: int) -> str:
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size  # 0 for a pipe: the read checks it
+            if size > max_bytes:
+                raise _too_big(path, f"{size:,} bytes", max_bytes)
+            data = file.read(max_bytes + 1)
+    except OSError as error:
+        raise RaspLoadError(f"cannot read inputs file {path}: {error.strerror}") from None
+    if len(data) > max_bytes:
+        raise _too_big(path, f"more than {max_bytes:,} bytes", max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        register_source(path, data.decode("utf-8", "replace"))
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        line = data.count(b"\n", 0, error.start) + 1
+        column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
+        raise RaspLoadError(
+            f"inputs file is not UTF-8 text: byte 0x{data[error.start]:02x} here is "
+            f"invalid ({error.reason})", Span(path, line, column, line, column + 1)) from None
+
+
+def _too_big(path: str, size: str, max_bytes: int) -> RaspResourceError:
+    return RaspResourceError(
+        f"inputs file {path} has {size}, above the limit of {max_bytes:,} bytes (an eighth "
+        "of --memory-limit: parsed inputs take several times the space of their text); "
+        "raise --memory-limit")
+
+
+# ------------------------------------------------------------------------- JSON lists
+
+
+class _TokenError(Exception):
+    """Raised inside the JSON parser's number hooks; the caller locates `token`."""
+
+    def __init__(self, token: str, message: str):
+        super().__init__(message)
+        self.token, self.message = token, message
+
+
+def _parse_list(text: str, start: int, span: Span | None, exact: bool) -> list[Atom]:
+    """The JSON list at text[start:] (which starts with '['), its elements checked."""
+    # Only a line that long can hold an integer beyond the limit: shorter ones skip the check.
+    decoder = _decoder(exact, checked_ints=len(text) > MAX_INT_DIGITS)
+    try:
+        try:
+            if text.count("[") == 1 and "{" not in text:  # nothing nested: JSON's C parser
+                value, end = decoder.raw_decode(text, start)
+            else:  # element by element, refusing a nested value before parsing it
+                value, end = _flat_list(text, start, decoder, span)
+            if text[end:].strip():
+                raise json.JSONDecodeError("Extra data", text, end)
+            if exact:
+                value = [_exact_string(x) if type(x) is str else x for x in value]
+        except _TokenError as error:
+            raise RaspResourceError(error.message, _shift(
+                span, max(0, text.find(error.token, start)))) from None
+    except json.JSONDecodeError as error:
+        raise RaspTypeError(f"input looks like a JSON list but is not valid JSON: {error.msg}",
+                            _shift(span, error.pos)) from None
+    if not value:
+        raise RaspTypeError("an input must not be empty", span)
+    if set(map(type, value)) == {int}:  # the common case, as one array the evaluator
+        try:                             # takes whole instead of reading atom by atom
+            return np.array(value, dtype=np.int64)
+        except OverflowError:  # beyond int64: a list of Python ints
+            return value
+    if None in value:
+        raise RaspTypeError(f"input element {value.index(None)} is null: "
+                            "sequence elements must be numbers, strings or booleans", span)
+    return value
+
+
+def _flat_list(text: str, start: int, decoder: json.JSONDecoder,
+               span: Span | None) -> tuple[list[Atom], int]:
+    """Parse a JSON list of atoms without recursing: a nested list or object is an error
+    at its first character (json.loads would recurse, and overflow the stack when deep)."""
+    values: list[Atom] = []
+    pos = _WHITESPACE.match(text, start + 1).end()
+    if text.startswith("]", pos):
+        return values, pos + 1
+    while True:
+        if text.startswith(("[", "{"), pos):
+            kind = "a list" if text[pos] == "[" else "an object"
+            raise RaspTypeError(f"input element {len(values)} is {kind}: sequence elements "
+                                "must be numbers, strings or booleans", _shift(span, pos))
+        value, pos = decoder.raw_decode(text, pos)
+        values.append(value)
+        pos = _WHITESPACE.match(text, pos).end()
+        if text.startswith("]", pos):
+            return values, pos + 1
+        if not text.startswith(",", pos):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        pos = _WHITESPACE.match(text, pos + 1).end()
+
+
+@functools.cache
+def _decoder(exact: bool, checked_ints: bool) -> json.JSONDecoder:
+    return json.JSONDecoder(parse_float=_exact_number if exact else None,
+                            parse_int=_checked_int if checked_ints else None)
+
+
+def _checked_int(token: str) -> int:
+    digits = len(token.lstrip("-"))
+    value = int(token) if digits <= MAX_INT_DIGITS else None
+    if value is None or value.bit_length() > MAX_INT_BITS:
+        raise _TokenError(token, f"an input integer of {digits:,} digits is above the limit "
+                          f"of {MAX_INT_BITS:,} bits (rasp_sim.limits.MAX_INT_BITS)")
+    return value
+
+
+def _exact_number(token: str) -> Fraction:
+    """The rational a JSON number or a 'p/q' string spells, refused (before Fraction
+    builds it) if its numerator or denominator could exceed the integer limit."""
+    mantissa, _, exponent = token.lower().partition("e")
+    exponent_digits = exponent.lstrip("+-").lstrip("0")
+    scale = int(exponent_digits or 0) if len(exponent_digits) <= 9 else MAX_INT_DIGITS + 1
+    if len(mantissa) + scale > MAX_INT_DIGITS:
+        shown = token if len(token) <= 30 else token[:27] + "..."
+        raise _TokenError(token, f"the exact value of {shown} has more than "
+                          f"{MAX_INT_DIGITS:,} digits, above the limit of {MAX_INT_BITS:,} "
+                          "bits (rasp_sim.limits.MAX_INT_BITS)")
+    return Fraction(token)
+
+
+def _exact_string(text: str) -> "str | Fraction":
+    """In exact mode a string spelling a rational, '1/3', is that rational (JSON has no
+    rationals); '1/0' and every other string stay strings."""
+    if _RATIONAL.fullmatch(text) and text.rpartition("/")[2].strip("0"):
+        return _exact_number(text)
+    return text
 
 
 def _shift(span: Span | None, offset: int) -> Span | None:
+    """A one-character span `offset` characters into `span`'s line."""
     if span is None:
         return None
     column = span.column + max(0, offset)

@@ -2,40 +2,50 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from fractions import Fraction
-from typing import Any, Callable, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable, Iterable, Iterator
 
-from ..display import type_label
+from ..errors import RaspError
 from . import UsageError
-from .inputs import parse_input, read_inputs_file
+from .inputs import BadInput, atoms, command_line_input, read_inputs_file
+from .output import Printer
 from .program import add_sandbox_option
 
 # Inputs are evaluated in chunks of this many so the progress bar can advance; the
 # evaluator itself splits a chunk further where memory requires.
 CHUNK = 2048
 PROGRESS_THRESHOLD = 5000
+# An inputs file may take this fraction of --memory-limit: parsed, its inputs take
+# several times the space of their text.
+INPUTS_FILE_SHARE = 8
+
+
+# The largest size the memory options accept: beyond any machine's address space.
+MAX_SIZE = 2**63 - 1
+_SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3,
+               "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
 
 
 def parse_size(text: str) -> int:
-    """'4GiB', '512MiB', '100000' -> bytes (an argparse type)."""
-    units = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3,
-             "mb": 10**6, "gb": 10**9, "b": 1, "": 1}
+    """'4GiB', '512MiB', '100000', '1.5e9' -> bytes (an argparse type). Decimal, so that
+    '1e400' or 'inf' is refused as too large rather than overflowing a float."""
     lowered = text.strip().lower()
     number = lowered.rstrip("abcdefghijklmnopqrstuvwxyz")
     unit = lowered[len(number):]
     try:
-        if unit not in units:
-            raise ValueError
-        size = int(float(number) * units[unit])
-        if size <= 0:
-            raise ValueError
-        return size
-    except ValueError:
+        amount = Decimal(number)
+        scale = _SIZE_UNITS[unit]
+    except (InvalidOperation, KeyError):
+        amount = scale = None
+    # Compared before multiplying: Decimal('1e999999999') * 1024 overflows.
+    if amount is not None and amount.is_finite() and amount > MAX_SIZE // scale:
         raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: use a positive number of bytes or e.g. 512MiB, 4GiB"
-        ) from None
+            f"size {text!r} is larger than any machine's memory (at most 2**63 - 1 bytes)")
+    if amount is None or not amount.is_finite() or amount <= 0 or amount * scale < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: use a positive number of bytes or e.g. 512MiB, 4GiB")
+    return int(amount * scale)
 
 
 def add_language_options(parser: argparse.ArgumentParser) -> None:
@@ -73,12 +83,6 @@ def add_unvalidated_option(parser: argparse.ArgumentParser) -> None:
                         "compile --force), with a warning; refused otherwise")
 
 
-def collect_inputs(args: argparse.Namespace) -> list:
-    if args.inputs:
-        return read_inputs_file(args.inputs)
-    return [parse_input(text) for text in args.input_texts]
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
@@ -89,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", help="the s-op to evaluate (default: the last one assigned)")
     add_input_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object per input")
+    parser.add_argument("--fail-fast", action="store_true",
+                        help="stop at the first input of --inputs that fails (by default "
+                        "every input runs, and a failing one's error is printed in its place)")
     parser.add_argument("--weights", metavar="MODEL",
                         help="run a compiled model (from rasp-sim compile, .npz or "
                         ".safetensors) instead of a program")
@@ -98,84 +105,125 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    inputs = collect_inputs(args)
-    if args.weights:
-        if args.file:
-            raise UsageError("give either a program FILE or --weights MODEL, not both")
-        from ..compiler.tracr_backend.runtime import load_compiled, run_weights
-
-        model, warning = load_compiled(args.weights, args.allow_unvalidated, args.memory_limit)
-        if warning:
-            print(warning, file=sys.stderr)
-        name = args.weights
-        outputs = in_chunks(lambda chunk: run_weights(model, chunk), inputs)
-    else:
-        if not args.file:
-            raise UsageError("a program FILE is required (or --weights MODEL)")
-        from ..evaluate import evaluate
-        from .program import load_named_node
-
-        name, node = load_named_node(args.file, args.name, exact=args.exact,
-                                     strict=args.strict, sandbox=args.sandbox)
-
-        def evaluate_chunk(chunk: list) -> list:
-            results = evaluate([node], chunk, exact=args.exact,
-                               memory_limit_bytes=args.memory_limit)
-            return [per_input[0] for per_input in results]
-
-        outputs = in_chunks(evaluate_chunk, inputs)
-    for sequence, output in zip(inputs, outputs):
-        print(format_json(sequence, output) if args.json else format_text(name, sequence, output))
+    if args.weights and args.file:
+        raise UsageError("give either a program FILE or --weights MODEL, not both")
+    if not args.weights and not args.file:
+        raise UsageError("a program FILE is required (or --weights MODEL)")
+    entries = _collect_inputs(args)
+    name, columns = _weights_columns(args) if args.weights else _program_columns(args)
+    printer = Printer(name, args.json)
+    # --input runs stop at the first error as they always did; a file keeps going.
+    fail_fast = args.fail_fast or not args.inputs
+    failed = 0
+    for start in _progress(range(0, len(entries), CHUNK), len(entries)):
+        chunk = entries[start:start + CHUNK]
+        lines, chunk_failed = _chunk_entries(columns, printer, chunk, start, fail_fast)
+        failed += chunk_failed
+        sys.stdout.write("\n".join(lines) + "\n")
+    if failed:
+        print(f"rasp-sim: {failed:,} of {len(entries):,} inputs failed (each error is printed "
+              "in place of its input's output)", file=sys.stderr)
+        return 1
     return 0
 
 
-def in_chunks(function: Callable[[list], list], inputs: list) -> list:
-    """`function` over `inputs` chunk by chunk, with a progress bar for large batches."""
-    chunks = [inputs[i:i + CHUNK] for i in range(0, len(inputs), CHUNK)]
-    if len(inputs) >= PROGRESS_THRESHOLD:
-        from tqdm import tqdm
-
-        chunks = tqdm(chunks, desc="evaluating", unit="chunk", file=sys.stderr, disable=None)
-    outputs: list = []
-    for chunk in chunks:
-        outputs.extend(function(chunk))
-    return outputs
+# The evaluation of a list of inputs: (positions in the list, output column) per group.
+# The int is the index of the list's first input in the whole batch, for error messages.
+Columns = Callable[[list, int], Iterator[tuple[list[int], Any]]]
 
 
-def _is_selector_value(output: Sequence[Any]) -> bool:
-    return bool(output) and isinstance(output[0], list)
+def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
+    from ..evaluate import evaluate_groups
+    from .program import load_named_node
+
+    name, node = load_named_node(args.file, args.name, exact=args.exact, strict=args.strict,
+                                 sandbox=args.sandbox)
+
+    def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
+        for ids, arrays in evaluate_groups([node], inputs, exact=args.exact,
+                                           memory_limit_bytes=args.memory_limit,
+                                           first_index=first_index):
+            yield ids, arrays[node]
+
+    return name, columns
 
 
-def format_text(name: str, sequence: Any, output: Sequence[Any]) -> str:
-    """`name("hello") = [o, l, l, e, h] (strings)`; a selector as its 0/1 matrix."""
-    shown = json.dumps(sequence) if isinstance(sequence, str) else _list_text(sequence)
-    head = f"{name}({shown})"
-    if _is_selector_value(output):
-        rows = ["  " + " ".join("1" if selected else "." for selected in row) for row in output]
-        return "\n".join([f"{head} = selector (query rows, key columns):", *rows])
-    return f"{head} = {_list_text(output)} ({type_label(list(output))})"
+def _weights_columns(args: argparse.Namespace) -> tuple[str, Columns]:
+    from ..compiler.tracr_backend.runtime import load_compiled, run_weights
+
+    model, warning = load_compiled(args.weights, args.allow_unvalidated, args.memory_limit)
+    if warning:
+        print(warning, file=sys.stderr)
+
+    def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
+        # the model's token lookup wants Python atoms, not NumPy scalars
+        yield list(range(len(inputs))), run_weights(model, [atoms(x) for x in inputs])
+
+    return args.weights, columns
 
 
-def format_json(sequence: Any, output: Sequence[Any]) -> str:
-    if _is_selector_value(output):
-        return json.dumps({"input": sequence, "selector": output})
-    return json.dumps({"input": sequence, "output": [_json_atom(x) for x in output],
-                       "type": type_label(list(output))})
+def _collect_inputs(args: argparse.Namespace) -> list:
+    if not args.inputs:
+        return [command_line_input(text, number, exact=args.exact)
+                for number, text in enumerate(args.input_texts, start=1)]
+    entries = read_inputs_file(args.inputs, exact=args.exact,
+                               max_bytes=args.memory_limit // INPUTS_FILE_SHARE)
+    if args.fail_fast:
+        for entry in entries:
+            if isinstance(entry, BadInput):
+                raise entry.error
+    return entries
 
 
-def _list_text(values: Sequence[Any]) -> str:
-    return "[" + ", ".join(_atom_text(x) for x in values) + "]"
+def _progress(starts: range, total: int) -> Iterable[int]:
+    # A bar only where someone watches: tqdm (slow to import) is not loaded otherwise.
+    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+        return starts
+    from tqdm import tqdm
+
+    return tqdm(starts, desc="evaluating", unit="chunk", file=sys.stderr)
 
 
-def _atom_text(x: Any) -> str:
-    # Full precision: a research tool must not hide the last digits (repr of floats).
-    if isinstance(x, float):
-        return repr(x)
-    return str(x)
+def _chunk_entries(columns: Columns, printer: Printer, chunk: list, start: int,
+                   fail_fast: bool) -> tuple[list[str], int]:
+    """The printed entries of chunk (inputs start.. of the batch), and how many failed.
+
+    The chunk is evaluated vectorised; only if that raises (and not fail_fast) is it
+    halved, and halved again, until each failing input stands alone."""
+    entries: list[str] = [""] * len(chunk)
+    failures: dict[int, RaspError] = {}
+    positions = []
+    for k, entry in enumerate(chunk):
+        if isinstance(entry, BadInput):
+            entries[k] = printer.failure(entry.text, entry.error)
+            failures[k] = entry.error
+        else:
+            positions.append(k)
+    results: list[tuple[list[int], Any]] = []
+    if fail_fast:  # no BadInput here: the whole chunk at once, errors raised
+        results = list(columns(chunk, start))
+    elif positions:
+        _settle(columns, chunk, positions, start, results, failures)
+    for ids, column in results:
+        for k, text in zip(ids, printer.outputs([chunk[k] for k in ids], column)):
+            entries[k] = text
+    for k, error in failures.items():
+        if not isinstance(chunk[k], BadInput):
+            entries[k] = printer.failure(chunk[k], error)
+    return entries, len(failures)
 
 
-def _json_atom(x: Any) -> Any:
-    # JSON has no rationals: exact results are written as "p/q" strings.
-    if isinstance(x, Fraction):
-        return str(x) if x.denominator != 1 else x.numerator
-    return x
+def _settle(columns: Columns, chunk: list, positions: list[int], start: int,
+            results: list[tuple[list[int], Any]], failures: dict[int, RaspError]) -> None:
+    """Evaluate chunk[k] for k in positions, appending (chunk positions, column) to results
+    and each input that fails alone to failures."""
+    try:
+        for ids, column in list(columns([chunk[k] for k in positions], start + positions[0])):
+            results.append(([positions[i] for i in ids], column))
+    except RaspError as error:
+        if len(positions) == 1:
+            failures[positions[0]] = error
+            return
+        middle = len(positions) // 2
+        _settle(columns, chunk, positions[:middle], start, results, failures)
+        _settle(columns, chunk, positions[middle:], start, results, failures)

@@ -1,0 +1,107 @@
+"""The `rasp-sim` entry point: the last-resort error handler, size options, and the
+subcommand table that lets `rasp-sim run` import only its own module."""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rasp_sim.cli.run as run_module
+from cli_helpers import write
+from rasp_sim.cli import COMMANDS, build_parser, main
+from rasp_sim.cli.run import MAX_SIZE, parse_size
+
+
+
+# ------------------------------------------------------------ last-resort handler
+
+
+@pytest.mark.parametrize("exception, message", [
+    (ValueError("boom"), "rasp-sim: internal error: ValueError: boom (please report)"),
+    (MemoryError(), "rasp-sim: resource limit: out of memory; lower --memory-limit (batches "
+                    "are split to fit it) or give smaller inputs"),
+    (RecursionError("deep"), "rasp-sim: resource limit: maximum recursion depth exceeded (a "
+                             "value or program nested too deeply)"),
+])
+def test_unexpected_exceptions_become_one_line(capsys, monkeypatch, exception, message):
+    def handler(args: argparse.Namespace) -> int:
+        raise exception
+
+    monkeypatch.setattr(run_module, "run", handler)  # what `register` installs
+    assert main(["run", "x.rasp", "--input", "a"]) == 1
+    assert capsys.readouterr().err == message + "\n"
+    assert main(["--debug", "run", "x.rasp", "--input", "a"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):") and err.endswith(message + "\n")
+
+
+# ------------------------------------------------------------------------- sizes
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("4GiB", 4 * 2**30), ("512MiB", 512 * 2**20), ("100000", 100_000), ("1.5kib", 1536),
+    ("2e3", 2000), ("1GB", 10**9), (str(MAX_SIZE), MAX_SIZE),
+])
+def test_sizes(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1e400", "size '1e400' is larger than any machine's memory (at most 2**63 - 1 bytes)"),
+    ("1e999999999", "size '1e999999999' is larger than any machine's memory"),
+    (str(MAX_SIZE + 1), f"size '{MAX_SIZE + 1}' is larger than any machine's memory"),
+    ("16EiB", "invalid size '16EiB'"),
+    ("nan", "invalid size 'nan': use a positive number of bytes or e.g. 512MiB, 4GiB"),
+    ("inf", "invalid size 'inf'"), ("-1", "invalid size '-1'"), ("0", "invalid size '0'"),
+    ("0.5", "invalid size '0.5'"), ("-1e999999999", "invalid size '-1e999999999'"),
+    ("lots", "invalid size 'lots'"),
+])
+def test_bad_sizes_are_usage_errors(capsys, text, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "x.rasp", "--input", "a", f"--memory-limit={text}"])
+    assert exit_info.value.code == 2
+    assert f"argument --memory-limit: {message}" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- the command table
+
+
+def _listed_help(parser: argparse.ArgumentParser) -> dict[str, str]:
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {choice.dest.split(" ")[0]: choice.help for choice in subparsers._choices_actions}
+
+
+def test_the_command_table_says_what_the_modules_register():
+    stubs = _listed_help(build_parser())
+    assert list(stubs) == [c.name for c in COMMANDS]
+    for command in COMMANDS:
+        parser = build_parser(command.name)
+        assert _listed_help(parser) == stubs, command.name  # the real parser's help too
+        (subparsers,) = [a for a in parser._actions
+                         if isinstance(a, argparse._SubParsersAction)]
+        real = subparsers.choices[command.name]
+        assert len(real._actions) > 1, command.name  # not the stub (it has only -h)
+        for alias in command.aliases:
+            assert subparsers.choices[alias] is real
+
+
+def test_run_imports_only_its_own_subcommand(tmp_path):
+    program = write(tmp_path, "y = indices;\n")
+    others = sorted({c.module for c in COMMANDS} - {"rasp_sim.cli.run"})
+    code = ("import sys; from rasp_sim.cli import main; "
+            f"main(['run', {program!r}, '--input', 'ab']); "
+            f"print([m for m in {others + ['networkx', 'tqdm']!r} if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=tmp_path)
+    assert result.stdout.splitlines() == ['y("ab") = [0, 1] (ints)', "[]"]
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command.name in out
