@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import typing
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rasp_sim import graph as g
+from rasp_sim import atom_functions
 from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
 from rasp_sim import semantics as sem
 from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span
@@ -124,6 +126,12 @@ def columns(draw, count: int, elements: dict = ELEMENTS) -> tuple[int, int, list
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ------------------------------------------------------------------ elementwise kernels
+
+
+def test_the_atom_function_table_covers_every_map_op():
+    # a MapOp missing from the table would fail only when a program first used it
+    assert atom_functions.OPS == set(typing.get_args(g.MapOp))
+    assert set(BINARY_OPS) | set(UNARY_OPS) < atom_functions.OPS
 
 
 def tame(op: str, xs: list, ys: list) -> tuple[list, list]:
