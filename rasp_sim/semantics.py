@@ -1,7 +1,8 @@
 """The value rules of RASP on single atoms: the one source of truth (LANGUAGE.md 6.1-6.5).
 
-The vectorised evaluator (`rasp_sim.evaluate`) must agree with these functions element
-by element (property-tested); the interpreter uses them for atom arithmetic.
+The interpreter uses them for atom arithmetic; `rasp_sim.atom_functions` makes them the
+per-position function of every map op, which the vectorised evaluator (`rasp_sim.evaluate`)
+must agree with element by element (property-tested) and the compiler uses as is.
 
 Public API:
 
