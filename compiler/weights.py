@@ -272,12 +272,6 @@ class InputEncoder:
     bos: Any = None
     pad: Any = None
 
-    def id_of(self, token: Any) -> int:
-        try:
-            return self.tokens.index(token)
-        except ValueError:
-            raise WeightsError(f"input_encoder: token {token!r} is not in the vocabulary") from None
-
 
 @dataclass(frozen=True)
 class OutputEncoder:

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Mapping
 from . import graph
 from .analyse import Analysis, node_label
 from .errors import RaspError
+from .text import short_repr
 
 _FORMATS = {".png": "png", ".svg": "svg"}
 _VALUE_CHARS = 40  # example values longer than this are cut, to keep nodes readable
@@ -37,13 +38,6 @@ def _quote(text: str) -> str:
     """A DOT quoted string; newlines become DOT's centred line break `\\n`."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + "\\n".join(escaped.splitlines() or [""]) + '"'
-
-
-def _format_value(value: Any) -> str:
-    if hasattr(value, "tolist"):  # numpy arrays and scalars print as plain lists
-        value = value.tolist()
-    text = str(value).replace("\n", " ")
-    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 3] + "..."
 
 
 _DOT_STYLES = {
@@ -111,7 +105,7 @@ def drawing(analysis: Analysis, values: Mapping[graph.Node, Any] | None = None) 
     for node in nodes:
         label = node_label(node)
         if node in values:
-            label += "\n" + _format_value(values[node])
+            label += "\n" + short_repr(values[node], _VALUE_CHARS)
         labels.append(label)
     titles = ["inputs"] + [
         f"layer {layer.index}: {len(layer.heads)} head(s), {len(layer.maps)} map(s)"

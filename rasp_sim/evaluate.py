@@ -48,6 +48,7 @@ from .errors import RaspError, RaspResourceError, RaspTypeError, Span
 from .evaluation.attention import aggregate, select
 from .evaluation.columns import concat_rows, constant, from_objects, object_column
 from .evaluation.elementwise import apply_map
+from .text import short_repr
 
 DEFAULT_MEMORY_LIMIT = 4 * 2**30
 _ELEMENT_BYTES = 8
@@ -182,7 +183,7 @@ def _as_input(x: Any, i: int) -> Sequence[Any]:
         try:
             x = [v.item() if isinstance(v, np.generic) else v for v in x]
         except TypeError:
-            raise RaspTypeError(f"input {i} is not a sequence: {_abbrev(x)}") from None
+            raise RaspTypeError(f"input {i} is not a sequence: {short_repr(x, 60)}") from None
     if len(x) == 0:
         raise RaspTypeError(f"input {i} is empty: inputs must be non-empty sequences")
     return x
@@ -264,7 +265,7 @@ def _locate(
         try:
             _compute(node, sub, rows[r : r + 1], exact)
         except RaspError as err:
-            where = f"input {ids[r]} ({_abbrev(rows[r])})"
+            where = f"input {ids[r]} ({short_repr(rows[r], 60)})"
             located = type(err)(f"{err.message}, on {where}", err.span or node.span)
             located.notes = err.notes
             return located
@@ -283,11 +284,6 @@ def _first_user_span(plan: _Plan, node: graph.Node) -> Span | None:
 
 def _row(value: np.ndarray, r: int) -> np.ndarray:
     return value[r : r + 1] if value.shape[0] > 1 else value
-
-
-def _abbrev(x: Any) -> str:
-    text = repr(x.tolist() if isinstance(x, np.ndarray) else x)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _compute(node: graph.Node, values: dict, rows: Any, exact: bool) -> np.ndarray:

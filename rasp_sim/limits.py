@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from .errors import RaspResourceError
+from .text import big_number
 
 # Longest list or string an atom operation may build (range, repetition, concatenation).
 MAX_COLLECTION_LENGTH = 10_000_000
@@ -90,13 +91,11 @@ def _is_integer(x: Any) -> bool:
 
 
 def _short(x: Any) -> str:
-    if isinstance(x, Fraction) and x.denominator != 1:
-        if x.numerator.bit_length() + x.denominator.bit_length() <= 64:
-            return f"({x})"
-        return (f"(a fraction with a {abs(x.numerator).bit_length():,}-bit numerator and a "
-                f"{x.denominator.bit_length():,}-bit denominator)")
-    value = int(x)
-    return str(value) if value.bit_length() <= 64 else f"(an int of {value.bit_length():,} bits)"
+    """An operand as arithmetic is written: 7, (1/3), or the size of a big number."""
+    big = big_number(x)
+    if big is not None:
+        return f"({big})"
+    return f"({x})" if isinstance(x, Fraction) and x.denominator != 1 else str(int(x))
 
 
 def _result_length(op: str, a: Any, b: Any) -> int:

@@ -1,7 +1,8 @@
 """The value rules of RASP on single atoms: the one source of truth (LANGUAGE.md 6.1-6.5).
 
-The vectorised evaluator (`rasp_sim.evaluate`) must agree with these functions element
-by element (property-tested); the interpreter uses them for atom arithmetic.
+The interpreter uses them for atom arithmetic; `rasp_sim.atom_functions` makes them the
+per-position function of every map op, which the vectorised evaluator (`rasp_sim.evaluate`)
+must agree with element by element (property-tested) and the compiler uses as is.
 
 Public API:
 
@@ -37,6 +38,7 @@ from typing import Any, Callable, Literal, Sequence
 
 from .errors import RaspProgramError, RaspResourceError, RaspRuntimeError, RaspTypeError
 from .limits import check_atom_operation
+from .text import big_number, short_repr
 
 SeqType = Literal["int", "float", "string", "bool"]
 
@@ -59,13 +61,8 @@ COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _describe(x: Any) -> str:
-    if isinstance(x, int) and x.bit_length() > 128:
-        # repr of an int over 4300 digits raises ValueError; say how big it is instead
-        return f"an int of {x.bit_length():,} bits"
-    text = repr(x)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{text} ({type(x).__name__})"
+    """An operand in a message: its short repr and type, or the size of a big number."""
+    return big_number(x) or f"{short_repr(x, 40)} ({type(x).__name__})"
 
 
 def python_error(exc: Exception, what: str) -> Exception:
@@ -298,11 +295,6 @@ def atom_type(x: Any) -> str | None:
     return None
 
 
-def _abbrev(values: Sequence[Any]) -> str:
-    text = repr(list(values))
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
 def sequence_type(values: Sequence[Any]) -> SeqType:
     """The type label of a whole column (6.2), or RaspTypeError."""
     labels = set()
@@ -311,7 +303,7 @@ def sequence_type(values: Sequence[Any]) -> SeqType:
         if label is None:
             raise RaspTypeError(
                 "attempted to create sequence with illegal val types "
-                f"(vals must be bool, float, int or string): {_abbrev(values)}"
+                f"(vals must be bool, float, int or string): {short_repr(list(values), 120)}"
             )
         labels.add(label)
     if len(labels) <= 1:
@@ -321,7 +313,7 @@ def sequence_type(values: Sequence[Any]) -> SeqType:
     if labels <= {"bool", "int", "float"}:
         return "float"  # the ints are kept as ints
     raise RaspTypeError(
-        f"attempted to create sequence with vals of different types: {_abbrev(values)}"
+        f"attempted to create sequence with vals of different types: {short_repr(list(values), 120)}"
     )
 
 
@@ -333,7 +325,7 @@ def check_numeric(whole_column: Sequence[Any], what: str = "average") -> None:
         label = None
     if label not in ("int", "float"):
         raise RaspRuntimeError(
-            f"asked to {what} multiple values, but they are non-numbers: {_abbrev(whole_column)}"
+            f"asked to {what} multiple values, but they are non-numbers: {short_repr(list(whole_column), 120)}"
         )
 
 

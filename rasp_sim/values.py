@@ -17,6 +17,7 @@ from typing import Any, Literal
 from . import ast
 from . import graph
 from .environment import Environment
+from .text import big_number
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +88,7 @@ def describe(value: Any, cap: int | None = None) -> str:
         return "(dict)" if cap is not None and len(text) > cap else text
     if isinstance(value, str):
         return f'"{value}"'
-    return str(value)
+    return big_number(value) or str(value)
 
 
 # The original caps display names at 30 characters, falling back to a generic name.

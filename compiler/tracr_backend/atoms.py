@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from rasp_sim import atom_functions, semantics
 from rasp_sim import graph as g
-from rasp_sim import semantics
 from rasp_sim.errors import RaspError
 
 from .bases import plain, typed
@@ -15,21 +15,17 @@ NOT_CONSTANT = object()
 
 
 def atom_function(node: g.Map) -> Callable[..., Any]:
-    """The Map's operation on atoms, by rasp_sim.semantics (the one source of the rules)."""
-    op, params = node.op, node.params
-    if op == "where":
-        return semantics.where
-    if op in ("and", "or"):  # on s-ops these always give bools (LANGUAGE.md 6.3)
-        return lambda a, b: semantics.sop_logic(op, a, b)
-    if op == "lookup":
-        return lambda x: semantics.index(params[0], x)
-    if op == "member":
-        return lambda x: semantics.member(x, params[0])
-    if op == "assert":
-        return lambda x: semantics.assertion(x, *params)
-    if len(node.inputs) == 1:
-        return lambda x: semantics.unary(op, x)
-    return lambda a, b: semantics.binary(op, a, b)
+    """The Map's value at one position, from rasp_sim.atom_functions (the interpreter's
+    table), as an element of an s-op: a value no sequence can hold (`(-1) ^ 0.5` is
+    complex, a lookup table may hold a list) is the interpreter's type error there."""
+    fn = atom_functions.atom_function(node.op, node.params)
+
+    def element(*args: Any) -> Any:
+        value = fn(*args)
+        if semantics.atom_type(value) is None:
+            semantics.sequence_type([value])  # raises the interpreter's error for it
+        return value
+    return element
 
 
 def total(fn: Callable[..., Any]) -> Callable[..., Any]:

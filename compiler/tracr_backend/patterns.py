@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from rasp_sim import graph as g
-from rasp_sim.semantics import COMPARISONS
+from rasp_sim.atom_functions import atom_function
+from rasp_sim.errors import RaspError
 
 
 def selector_width_of(node: g.SOp) -> g.Selector | None:
@@ -30,9 +31,13 @@ def _map(node: g.Node, op: str, arity: int) -> TypeGuard[g.Map]:
 
 
 def _always(sel: g.Selector) -> bool:
-    return (isinstance(sel, g.Select) and isinstance(sel.keys, g.Full)
-            and isinstance(sel.queries, g.Full)
-            and bool(COMPARISONS[sel.op](sel.keys.value, sel.queries.value)))
+    if not (isinstance(sel, g.Select) and isinstance(sel.keys, g.Full)
+            and isinstance(sel.queries, g.Full)):
+        return False
+    try:
+        return bool(atom_function(sel.op)(sel.keys.value, sel.queries.value))
+    except RaspError:  # e.g. "a" < 0: the select fails on every input, selects nothing
+        return False
 
 
 def _is_first_position(node: g.Node) -> bool:

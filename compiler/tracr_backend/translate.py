@@ -29,8 +29,8 @@ from typing import Any, Callable, Sequence, TypeGuard, cast
 
 from tracr.rasp import rasp
 
+from rasp_sim import atom_functions
 from rasp_sim import graph as g
-from rasp_sim import semantics
 from rasp_sim.errors import RaspError
 
 from . import patterns
@@ -436,7 +436,7 @@ class _Translator(ContinuousLowering):
         if isinstance(sel, g.Select):
             key = self._reader(sel.keys, keys)
             query = self._reader(sel.queries, queries)
-            compare = semantics.COMPARISONS[sel.op]
+            compare = atom_functions.atom_function(sel.op)  # raises as the interpreter's select does
             return lambda k, q: compare(key(k), query(q))
         if isinstance(sel, g.SelectorNot):
             inner = self._predicate_tree(sel.operand, keys, queries)

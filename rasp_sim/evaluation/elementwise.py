@@ -1,5 +1,5 @@
-"""Vectorised `Map` ops: NumPy fast paths that reproduce `rasp_sim.semantics` exactly,
-and a generic object path that calls `semantics` on every element.
+"""Vectorised `Map` ops: NumPy fast paths that reproduce `rasp_sim.atom_functions` exactly,
+and a generic object path that calls that table's function on every element.
 
 A fast path returns None whenever it cannot guarantee the semantics' values and element
 types; the generic path then runs (the property tests in tests/test_evaluate.py check
@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import semantics
+from ..atom_functions import UNARY_OPS, atom_function
 from .columns import (
     FLOAT_EXACT_INT,
     INT64_MAX,
@@ -44,29 +45,11 @@ _NUMPY_COMPARE = {
     "<=": np.less_equal,
     ">=": np.greater_equal,
 }
-_UNARY_OPS = ("not", "neg", "pos", "round", "indicator", "exp", "log", "sqrt", "abs")
-
-
-def atom_function(op: str, params: Sequence[Any], exact: bool) -> Callable[..., Any]:
-    """The per-position function of a Map op, from `semantics`."""
-    if op in ("and", "or"):
-        return lambda a, b: semantics.sop_logic(op, a, b)
-    if op in _UNARY_OPS:
-        return lambda x: semantics.unary(op, x, exact=exact)
-    if op == "where":
-        return semantics.where
-    if op == "lookup":
-        return lambda x: semantics.index(params[0], x)
-    if op == "member":
-        return lambda x: semantics.member(x, params[0])
-    if op == "assert":
-        return lambda x: semantics.assertion(x, *params)
-    return lambda a, b: semantics.binary(op, a, b, exact=exact)
 
 
 def generic(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: bool) -> np.ndarray:
-    """The object path: `semantics` on every element (broadcasting like NumPy)."""
-    fn = atom_function(op, params, exact)
+    """The object path: the atom function on every element (broadcasting like NumPy)."""
+    fn = atom_function(op, params, exact=exact)
     with np.errstate(all="ignore"):  # NaN comparisons set C's "invalid" flag: not an error
         out = np.frompyfunc(fn, len(cols), 1)(*cols)
     return from_objects(np.asarray(out, dtype=object), exact=exact)
@@ -83,7 +66,7 @@ def compare(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:
     out = _fast_binary(op, a, b, exact)
     if out is None:
         with np.errstate(all="ignore"):
-            out = np.frompyfunc(atom_function(op, (), exact), 2, 1)(a, b).astype(bool)
+            out = np.frompyfunc(atom_function(op, exact=exact), 2, 1)(a, b).astype(bool)
     return out
 
 
@@ -102,10 +85,10 @@ def _fast(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: boo
     if op == "where":
         return _fast_where(*cols)
     if op in ("lookup", "member"):
-        return _via_unique(atom_function(op, params, exact), cols[0], exact)
+        return _via_unique(atom_function(op, params, exact=exact), cols[0], exact)
     if op == "assert":
         return _assert(cols[0], *params)
-    if op in _UNARY_OPS:
+    if op in UNARY_OPS:
         return _fast_unary(op, cols[0], exact)
     return _fast_binary(op, cols[0], cols[1], exact)
 
