@@ -12,7 +12,6 @@ from typing import Any, Callable
 
 from . import graph
 from .semantics import sequence_type
-from .text import big_number
 from .values import Applied, Function, node_name
 
 
@@ -43,7 +42,7 @@ class DisplaySettings:
 
 def quote(value: Any) -> str:
     """The original's formatstr: strings quoted, everything else str()."""
-    return f'"{value}"' if isinstance(value, str) else big_number(value) or str(value)
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def small(value: Any) -> str:
@@ -52,7 +51,7 @@ def small(value: Any) -> str:
         return "T" if value else "F"
     if isinstance(value, float):
         return str(round(value, 3))
-    return big_number(value) or str(value)
+    return str(value)
 
 
 def sequence_text(values: list) -> str:
