@@ -71,7 +71,7 @@ REFERENCES: dict[str, tuple[list[tuple], Callable[[list], np.ndarray]]] = {
 
 def numpy_error(name: str, model: Path, length: int, samples: int = 50) -> float:
     """max |weights - NumPy| / max(1, max|NumPy|) over random standard-normal inputs."""
-    from rasp_sim.compiler.tracr_backend.runtime import run_weights
+    from compiler.tracr_backend.runtime import run_weights
 
     shapes, reference = REFERENCES[name]
     rng = np.random.default_rng(0)
@@ -101,7 +101,7 @@ def compile_once(file: str, name: str, vocab: str, max_len: str, out: Path,
     command += ["--check-tracr"] if check_tracr else []
     start = time.perf_counter()
     # run outside the repository: `python -m` puts the working directory first on
-    # sys.path, and the source tree's rasp_sim/ lacks the installed rasp_sim.compiler
+    # sys.path, and the source tree's rasp_sim/ lacks the installed compiler
     done = subprocess.run(command, capture_output=True, text=True, cwd=out.parent)
     seconds = time.perf_counter() - start
     if done.returncode != 0:

@@ -1,6 +1,5 @@
-"""Which heavy modules a statement imports, in a fresh interpreter outside the repository
-(`python -c` puts the working directory first on sys.path, and the source tree's rasp_sim/
-has no `compiler`: it installs as rasp_sim.compiler)."""
+"""Which heavy modules a statement imports, in a fresh interpreter (so that modules the
+test session already loaded do not count)."""
 from __future__ import annotations
 
 import subprocess

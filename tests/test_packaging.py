@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# Source folders and the import names they install as (see pyproject.toml package-dir).
-FOLDERS = {"rasp_sim": "rasp_sim", "compiler": "rasp_sim.compiler",
-           "programs": "rasp_sim.programs"}
+# Source folders: each installs under its own name (see pyproject.toml).
+FOLDERS = {name: name for name in ("rasp_sim", "compiler", "programs", "experiments")}
 
 
 def source_packages() -> list[str]:
@@ -37,6 +36,6 @@ def test_grammar_and_libraries_are_installed():
     assert importlib.resources.files("rasp_sim").joinpath("grammar.lark").is_file()
     assert importlib.resources.files("rasp_sim").joinpath("stdlib.rasp").is_file()
     for name in ("classic.rasp", "linalg.rasp", "attention.rasp", "numerics.rasp"):
-        assert importlib.resources.files("rasp_sim.programs").joinpath(name).is_file()
-    assert importlib.resources.files("rasp_sim.programs").joinpath(
+        assert importlib.resources.files("programs").joinpath(name).is_file()
+    assert importlib.resources.files("programs").joinpath(
         "strict", "numerics.rasp").is_file()

@@ -1,7 +1,7 @@
 """Compiling RASP programs to transformer weights through tracr (COMPILER.md).
 
 Importing this package does not import tracr or jax: `run_weights` needs only NumPy.
-The compiler itself is `rasp_sim.compiler.tracr_backend.driver.compile_program` (tracr,
+The compiler itself is `compiler.tracr_backend.driver.compile_program` (tracr,
 jax and dm-haiku, the `compile` extra).
 """
 

@@ -44,9 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from rasp_sim.compiler.experiments.budgets import plan
-    from rasp_sim.compiler.experiments.errors import ExperimentError
-    from rasp_sim.compiler.experiments.results import markdown_table, summarise
+    from experiments.budgets import plan
+    from experiments.errors import ExperimentError
+    from experiments.results import markdown_table, summarise
 
     from . import UsageError
 
@@ -55,8 +55,8 @@ def handle(args: argparse.Namespace) -> int:
     configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
                    tuple(args.seeds) if args.seeds else None)
     try:
-        from rasp_sim.compiler.experiments.plot import plot_curves
-        from rasp_sim.compiler.experiments.sweep import sweep
+        from experiments.plot import plot_curves
+        from experiments.sweep import sweep
     except ImportError as error:
         raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
                               f"pip install 'rasp-sim[train]'") from None

@@ -95,13 +95,13 @@ def _save_array(path: str, matrix: np.ndarray) -> None:
 
 
 def _loaded(path: str, limit: int):
-    from rasp_sim.compiler.weights import load
+    from compiler.weights import load
 
     return load(path, limit)
 
 
 def _shape(args: argparse.Namespace):
-    from rasp_sim.compiler.universal.target import Shape
+    from compiler.universal.target import Shape
     return Shape(dim=args.dim, head_dim=args.head_dim or args.dim, out_dim=args.out_dim or args.dim,
                  heads=args.heads, layers=args.layers, residual=args.residual,
                  causal=args.mask == "causal")
@@ -123,13 +123,13 @@ def _describe(shape) -> str:
 
 
 def build(args: argparse.Namespace) -> int:
-    from rasp_sim.compiler.universal import budget
-    from rasp_sim.compiler.universal.gaussian import build_random
-    from rasp_sim.compiler.universal.paths import constraint_count
-    from rasp_sim.compiler.universal.report import size_report
-    from rasp_sim.compiler.universal.sparse import build_sparse
-    from rasp_sim.compiler.universal.spec import check_tied
-    from rasp_sim.compiler.weights import save
+    from compiler.universal import budget
+    from compiler.universal.gaussian import build_random
+    from compiler.universal.paths import constraint_count
+    from compiler.universal.report import size_report
+    from compiler.universal.sparse import build_sparse
+    from compiler.universal.spec import check_tied
+    from compiler.weights import save
 
     if args.m is not None and args.random is None:
         raise UsageError("--m only applies to random universal transformers (--random SEED)")
@@ -159,9 +159,9 @@ def build(args: argparse.Namespace) -> int:
 
 
 def target(args: argparse.Namespace) -> int:
-    from rasp_sim.compiler.universal import budget
-    from rasp_sim.compiler.universal.target import random_target
-    from rasp_sim.compiler.weights import save
+    from compiler.universal import budget
+    from compiler.universal.target import random_target
+    from compiler.weights import save
 
     _check_output(args.output)
     shape = _shape(args)
@@ -177,11 +177,11 @@ def target(args: argparse.Namespace) -> int:
 def _embed(args: argparse.Namespace, batch: int = 0, longest: int = 0):
     """The UT, the target and E, once the files' fields and the memory estimate of the
     embedding (and of a verification on `batch` inputs up to length `longest`) passed."""
-    from rasp_sim.compiler.universal import budget
-    from rasp_sim.compiler.universal.embed import embed
-    from rasp_sim.compiler.universal.spec import read_spec
-    from rasp_sim.compiler.weights import WeightsError
-    from rasp_sim.compiler.weights_format import in_file
+    from compiler.universal import budget
+    from compiler.universal.embed import embed
+    from compiler.universal.spec import read_spec
+    from compiler.weights import WeightsError
+    from compiler.weights_format import in_file
 
     ut = _loaded(args.ut, args.memory_limit)
     try:
@@ -222,9 +222,9 @@ def _load_embedding(path: str, embedding):
     (checked from its header before its data is read), finite."""
     from dataclasses import replace
 
-    from rasp_sim.compiler.weights import WeightsError
-    from rasp_sim.compiler.weights_files import NpyFile
-    from rasp_sim.compiler.weights_format import in_file
+    from compiler.weights import WeightsError
+    from compiler.weights_files import NpyFile
+    from compiler.weights_format import in_file
 
     try:
         with NpyFile(path, "embedding") as stored:
@@ -259,7 +259,7 @@ def parse_lengths(text: str) -> range | tuple[int, ...]:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from rasp_sim.compiler.universal.verify import verify
+    from compiler.universal.verify import verify
 
     lengths = args.lengths
     longest = lengths[-1] if isinstance(lengths, range) else max(lengths)

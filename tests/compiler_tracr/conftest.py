@@ -28,7 +28,7 @@ def file_node(folder: Path, file: str, name: str):
 @pytest.fixture(scope="session")
 def driver():
     pytest.importorskip("tracr")
-    from rasp_sim.compiler.tracr_backend import driver as module
+    from compiler.tracr_backend import driver as module
 
     return module
 

@@ -9,9 +9,9 @@ import pytest
 pytest.importorskip("optax")
 
 from rasp_sim.cli import main  # noqa: E402
-from rasp_sim.compiler.experiments.backbones import VARIANTS  # noqa: E402
-from rasp_sim.compiler.experiments.budgets import plan  # noqa: E402
-from rasp_sim.compiler.experiments.errors import ExperimentError  # noqa: E402
+from experiments.backbones import VARIANTS  # noqa: E402
+from experiments.budgets import plan  # noqa: E402
+from experiments.errors import ExperimentError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

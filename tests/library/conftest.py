@@ -1,4 +1,4 @@
-"""Put tests/programs/ on sys.path so the library tests can import `lib_refs`."""
+"""Put tests/library/ on sys.path so the library tests can import `lib_refs`."""
 import sys
 from pathlib import Path
 

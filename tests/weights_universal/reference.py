@@ -1,13 +1,13 @@
 """A deliberately plain forward pass (one sequence, one query position at a time, Python
 softmax) used as the independent reference for compiler/forward.py and the universal
-transformers. Shares no code with rasp_sim.compiler.forward."""
+transformers. Shares no code with compiler.forward."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from rasp_sim.compiler.weights import as_dense
+from compiler.weights import as_dense
 
 
 def _norm(x, ln):

@@ -9,12 +9,12 @@ import pytest
 
 pytest.importorskip("optax")
 
-from rasp_sim.compiler import forward  # noqa: E402
-from rasp_sim.compiler.experiments.backbones import Sizes, named_arrays  # noqa: E402
-from rasp_sim.compiler.experiments.config import RunConfig  # noqa: E402
-from rasp_sim.compiler.experiments.errors import ExperimentError  # noqa: E402
-from rasp_sim.compiler.experiments.train import Trainer, logits_fn, train  # noqa: E402
-from rasp_sim.compiler.weights import SparseMatrix  # noqa: E402
+from compiler import forward  # noqa: E402
+from experiments.backbones import Sizes, named_arrays  # noqa: E402
+from experiments.config import RunConfig  # noqa: E402
+from experiments.errors import ExperimentError  # noqa: E402
+from experiments.train import Trainer, logits_fn, train  # noqa: E402
+from compiler.weights import SparseMatrix  # noqa: E402
 
 SIZES = Sizes(heads=2, layers=2, head_dim=2, out_dim=4)
 
