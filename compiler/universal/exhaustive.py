@@ -40,8 +40,14 @@ class DomainCheck:
     seconds: float = 0.0
 
     @property
+    def compared_with_program(self) -> bool:
+        """Without a program, or with one that is defined on some input (a program that
+        fails on every input, e.g. the wrong one, checks nothing)."""
+        return not self.with_program or self.undefined < self.inputs
+
+    @property
     def passed(self) -> bool:
-        return self.disagreement is None
+        return self.disagreement is None and self.compared_with_program
 
 
 def check_domain_size(model: Transformer, limit: int) -> tuple[int, int]:
