@@ -332,11 +332,12 @@ def verify_command(args: argparse.Namespace) -> int:
                          f"`rasp-sim compile`; {args.target} is not one")
     lengths = args.lengths or range(1, 33)
     seed = 0 if args.seed is None else args.seed
+    batch = args.batch or 4
     longest = lengths[-1] if isinstance(lengths, range) else max(lengths)
-    embedding, seconds = _embed(args, loaded, args.batch, longest)
+    embedding, seconds = _embed(args, loaded, batch, longest)
     if args.embedding:
         embedding = _load_embedding(args.embedding, embedding)
-    result = verify(ut, embedding, model, lengths=tuple(lengths), batch=args.batch, seed=seed)
+    result = verify(ut, embedding, model, lengths=tuple(lengths), batch=batch, seed=seed)
     _emit({**_embedding_facts(embedding, seconds),
            "max_error": result.max_error, "scale": result.scale,
            "relative_error": result.relative_error, "tolerance": result.tolerance,
@@ -346,7 +347,6 @@ def verify_command(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-DEFAULT_MAX_INPUTS = 100_000  # as many as `rasp-sim compile` validates one by one
 
 
 def _verify_compiled(args: argparse.Namespace, loaded) -> int:
@@ -361,12 +361,13 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
         raise UsageError("--program FILE and --name NAME go together")
     ut, _, model, _ = loaded
     limit = DEFAULT_MAX_INPUTS if args.max_inputs is None else args.max_inputs
+    batch = args.batch or COMPILED_BATCH
     _, longest = check_domain_size(model, limit)
     root, source = _program_of(args, model)
-    embedding, seconds = _embed(args, loaded, args.batch, longest)
+    embedding, seconds = _embed(args, loaded, batch, longest)
     if args.embedding:
         embedding = _load_embedding(args.embedding, embedding)
-    check = check_every_input(ut, embedding, model, root, args.batch)
+    check = check_every_input(ut, embedding, model, root, batch)
     result: dict[str, Any] = {**_embedding_facts(embedding, seconds), "inputs": check.inputs,
                               "agree_with_model": check.agree_with_model}
     if root is not None:
@@ -401,6 +402,10 @@ def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
                           "compared with the compiled model only (--program FILE --name NAME "
                           "adds the interpreter)")
     return load_sop(file, name, args.sandbox), f"{name} ({file})"
+
+
+DEFAULT_MAX_INPUTS = 100_000  # as many as `rasp-sim compile` validates one by one
+COMPILED_BATCH = 256  # inputs per forward pass when checking a whole domain
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -446,9 +451,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              help="verify this E instead of computing it")
             sub.add_argument("--lengths", type=parse_lengths, default=None,
                              help="sequence lengths, e.g. 1-32 (default) or 1,5,9")
-            sub.add_argument("--batch", type=positive, default=4,
-                             help="sequences per length (a compiled model: per forward pass, "
-                             "default 4)")
+            sub.add_argument("--batch", type=positive, default=None,
+                             help="sequences per length (default 4); for a compiled model, "
+                             f"inputs per forward pass (default {COMPILED_BATCH})")
             sub.add_argument("--seed", type=non_negative, default=None,
                              help="seed of the random inputs (default 0)")
             sub.add_argument("--program", metavar="FILE",
