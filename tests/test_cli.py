@@ -227,7 +227,7 @@ def test_repl_sandbox_is_the_file_folder_also_at_the_prompt(capsys, escaping_pro
 
 def test_compile_and_verify_take_the_sandbox_option(escaping_program):
     from rasp_sim.cli import build_parser
-    from rasp_sim.cli.compile import _program
+    from rasp_sim.cli.compile import load_sop
     from rasp_sim.errors import RaspLoadError
 
     for argv in (["compile", "p.rasp", "--name", "x", "--vocab", "a", "--max-len", "2"],
@@ -236,4 +236,4 @@ def test_compile_and_verify_take_the_sandbox_option(escaping_program):
         assert parser.parse_args([*argv, "--sandbox"]).sandbox is True
         assert parser.parse_args(argv).sandbox is False
     with pytest.raises(RaspLoadError, match="--sandbox refuses to load '../outside'"):
-        _program(str(escaping_program), "x", sandbox=True)
+        load_sop(str(escaping_program), "x", sandbox=True)

@@ -15,7 +15,8 @@ from rasp_sim.text import short_repr, shorten
 from .interp_helpers import run, sop
 
 ATOMS = st.one_of(st.integers(-(2**100), 2**100), st.floats(), st.booleans(), st.text(max_size=5),
-                  st.fractions(max_denominator=1000))
+                  st.fractions(min_value=-(2**100), max_value=2**100, max_denominator=1000))
+# (bounded so that every number prints: above 128 bits a number is described by its size)
 VALUES = st.recursive(ATOMS, lambda inner: st.one_of(
     st.lists(inner, max_size=6), st.tuples(inner), st.tuples(inner, inner),
     st.dictionaries(st.one_of(st.integers(), st.text(max_size=3)), inner, max_size=4)),

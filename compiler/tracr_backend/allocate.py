@@ -27,10 +27,12 @@ def _kind(block: object) -> str:
     return "attention"
 
 
-def allocate(graph: nx.DiGraph) -> transformers.SeriesWithResiduals:
-    """The craft model: blocks grouped by slot, heads in parallel, MLPs combined."""
+def allocate(graph: nx.DiGraph) -> tuple[transformers.SeriesWithResiduals, list[list[str]]]:
+    """The craft model: blocks grouped by slot, heads in parallel, MLPs combined; and per
+    layer of it, the ids of the graph nodes whose blocks it holds."""
     done: dict[str, int] = {}  # node -> the last slot its value needs (-1: an input)
     by_slot: dict[int, list] = defaultdict(list)
+    sources: dict[int, list[str]] = defaultdict(list)
     for node_id in nx.topological_sort(graph):
         ready = max((done[p] for p in graph.predecessors(node_id)), default=-1)
         block = graph.nodes[node_id].get(nodes.MODEL_BLOCK)
@@ -45,10 +47,12 @@ def allocate(graph: nx.DiGraph) -> transformers.SeriesWithResiduals:
             attention, mlp = block.blocks
             by_slot[slot].append(attention)
             by_slot[slot + 1].append(mlp)
+            sources[slot + 1].append(node_id)
             done[node_id] = slot + 1
         else:
             by_slot[slot].append(block)
             done[node_id] = slot
+        sources[slot].append(node_id)
     residual = bases.join_vector_spaces(*[b.residual_space for blocks in by_slot.values()
                                           for b in blocks])
     layers: list = []
@@ -59,4 +63,4 @@ def allocate(graph: nx.DiGraph) -> transformers.SeriesWithResiduals:
             layers.append(transformers.MultiAttentionHead(by_slot[slot]))
         else:
             layers.append(transformers.MLP.combine_in_parallel(by_slot[slot]))
-    return transformers.SeriesWithResiduals(layers)
+    return transformers.SeriesWithResiduals(layers), [sources[slot] for slot in sorted(by_slot)]

@@ -30,6 +30,7 @@ SPAN = "rasp_sim_span"        # the Span of the rasp-sim node an expression lowe
 DEFAULT = "rasp_sim_default"  # rasp-sim's default of an aggregate, where tracr's differs
 SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.signed_map_mlp
 SCALE = "rasp_sim_scale"      # a sum's fixed selector width k: the head's values times k
+VALUE_MAP = "rasp_sim_value_map"  # an aggregate's f: it averages f(x) of its s-op x's values
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,8 @@ class ValueSets:
                     if y is not None}
         if isinstance(expr, rasp.Aggregate):
             values = set(self.of(expr.sop))
+            if VALUE_MAP in expr.annotations:
+                values = {y for y in map(expr.annotations[VALUE_MAP], values) if y is not None}
             default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
                 return values | ({typed(default)} if default is not None else set())

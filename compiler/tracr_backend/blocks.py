@@ -83,25 +83,36 @@ def aggregate_head(query_space: bases.VectorSpaceWithBasis,
                    output_space: bases.VectorSpaceWithBasis,
                    bos_direction: bases.BasisDirection, one_direction: bases.BasisDirection,
                    predicate: Callable[[Any, Any], bool], default: Any, causal: bool,
-                   numerical: bool, scale: float = 1.0) -> transformers.AttentionHead:
+                   numerical: bool, scale: float = 1.0,
+                   value_map: Callable[[Any], Any] | None = None) -> transformers.AttentionHead:
     """An aggregate whose empty rows give `default`: BOS, attended exactly then, carries it.
 
     Categorical: values are matched to outputs by value, so the output basis may hold the
     default as an extra direction (None: the zero vector). Numerical: the mean of the one
     value direction, BOS carrying the number `default`; where keys are selected BOS's
-    weight is e^-50 of theirs, so it adds at most 2e-22 * |default|."""
+    weight is e^-50 of theirs, so it adds at most 2e-22 * |default|. With `value_map` f
+    the value space is a categorical s-op x and the head averages f(x): the row of value
+    x holds f(x) (its one-hot, or the number), and 0 where f is undefined (the program
+    fails on inputs that select such a key)."""
     values = bases.join_vector_spaces(value_space, bases.VectorSpaceWithBasis([bos_direction]))
     if numerical:
-        bases.ensure_dims(value_space, num_dims=1, name="value_space")
-        # a sum over a fixed width k is k x the mean: the values scaled, the default not
-        ov = np.array([[float(default)] if v == bos_direction else [float(scale)]
-                       for v in values.basis])
+        if value_map is None:
+            bases.ensure_dims(value_space, num_dims=1, name="value_space")
+
+        def weight(v: bases.BasisDirection) -> float:
+            # a sum over a fixed width k is k x the mean: the values scaled, the default not
+            if v == bos_direction:
+                return float(default)
+            value = 1.0 if value_map is None else value_map(v.value)  # the direction's number
+            return 0.0 if value is None else float(scale) * float(value)
+        ov = np.array([[weight(v)] for v in values.basis])
     else:
         label = output_space.basis[0].name
         ov = np.zeros((values.num_dims, output_space.num_dims))
         for i, v in enumerate(values.basis):
             target = bases.BasisDirection(label, typed(default) if v == bos_direction
-                                          else v.value)
+                                          else v.value if value_map is None
+                                          else value_map(v.value))
             if target in output_space and (v != bos_direction or default is not None):
                 ov[i, output_space.index_by_direction[target]] = 1.0
     return transformers.AttentionHead(

@@ -193,6 +193,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     seconds = time.perf_counter() - start  # the compile proper: graph -> weights
     record.update(size(weights), compile_seconds=round(seconds, 4))
     record["layers"] = layer_count(compiled)
+    record["blocks"] = compiled.block_operations()  # per weight-format layer, in order
     oracle = None
     if tracr_oracle:  # its first call in a process includes JAX start-up
         _jax()  # float64 before tracr_model's haiku initialisation creates arrays

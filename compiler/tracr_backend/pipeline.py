@@ -25,7 +25,7 @@ from rasp_sim import graph as g
 
 from . import blocks
 from .allocate import allocate
-from .bases import DEFAULT, SCALE, SIGNED, annotate_graph, typed
+from .bases import DEFAULT, SCALE, SIGNED, SPAN, VALUE_MAP, annotate_graph, typed
 from .continuous import NumericDomain, PolyMap, SoftmaxPick, poly_units
 from .checks import Unsupported, check_vocab
 from .simplify import simplify
@@ -50,6 +50,7 @@ class Compiled:
     mlp_exactness: float
     min_len: int = 1
     numeric: NumericDomain | None = None  # real-valued tokens (continuous.py)
+    block_nodes: tuple[tuple[str, ...], ...] = ()  # per craft block: the graph nodes it computes
 
     @property
     def categorical_output(self) -> bool:
@@ -73,6 +74,16 @@ class Compiled:
         return any(isinstance(block, transformers.MLP) and any(
             d.name.startswith(blocks.REGLU) for d in block.fst.output_space.basis)
             for block in self.craft_model.blocks)
+
+    def block_operations(self) -> list[list[dict[str, str | None]]]:
+        """Per layer, the RASP operations its blocks compute: {"op": "Kind 'label'", "at":
+        "file:line:col" of the program's node, or None where it has no source}."""
+        def described(node_id: str) -> dict[str, str | None]:
+            expr = self.graph.nodes[node_id][nodes.EXPR]
+            span = expr.annotations[SPAN] if SPAN in expr.annotations else None
+            return {"op": f"{type(expr).__name__} '{expr.label}'",
+                    "at": None if span is None else str(span)}
+        return [[described(node_id) for node_id in layer] for layer in self.block_nodes]
 
     @property
     def indices_space(self) -> bases.VectorSpaceWithBasis:
@@ -128,14 +139,18 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
         graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id, bos_direction,
                                                              causal)
     _keep_bos_clean(graph, bos_direction)
-    craft_model = allocate(graph)
+    craft_model, block_nodes = allocate(graph)
     return Compiled(translation, graph, extracted.sink, craft_model, vocab_values, max_len,
-                    causal, exactness, min_len, numeric)
+                    causal, exactness, min_len, numeric,
+                    tuple(tuple(ids) for ids in block_nodes))
 
 
 def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> None:
     """Restore the BOS invariant (blocks.py) where a block would write at BOS: maps of a
-    numerical s-op (discretising MLPs) are gated, heads writing a default there scrubbed."""
+    numerical s-op (discretising MLPs) are gated, heads writing a default there scrubbed.
+    A head whose value no other block reads (the program's output) keeps what it writes
+    at BOS: only the unembedding reads it, and the BOS position's output is dropped, so
+    the scrub's MLP would only cost a layer (an attention-only model stays one)."""
     for node_id in graph.nodes:
         node = graph.nodes[node_id]
         expr, block = node[nodes.EXPR], node.get(nodes.MODEL_BLOCK)
@@ -144,7 +159,7 @@ def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> N
         elif isinstance(expr, rasp.Map) and rasp.is_numerical(expr.inner) \
                 and isinstance(block, transformers.MLP):
             node[nodes.MODEL_BLOCK] = blocks.gated_at_bos(block, bos_direction, ONE)
-        elif isinstance(block, transformers.AttentionHead):
+        elif isinstance(block, transformers.AttentionHead) and graph.out_degree(node_id) > 0:
             written = blocks.written_at_bos(block, bos_direction)
             if np.any(written != 0):
                 node[nodes.MODEL_BLOCK] = blocks.scrubbed(block, written, bos_direction,
@@ -187,4 +202,5 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
         _space(graph, select.queries), _space(graph, select.keys), _space(graph, expr.sop),
         output, bos_direction, ONE, select.predicate, default, causal,
         numerical=rasp.is_numerical(expr),
-        scale=expr.annotations[SCALE] if SCALE in expr.annotations else 1.0)
+        scale=expr.annotations[SCALE] if SCALE in expr.annotations else 1.0,
+        value_map=expr.annotations[VALUE_MAP] if VALUE_MAP in expr.annotations else None)

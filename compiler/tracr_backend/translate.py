@@ -13,7 +13,9 @@ One tracr expression per graph node, in the encoding tracr can compile:
   tree; `select(...) and select(...)` over the same s-ops needs no tuple at all;
 - an aggregate is numerical (tracr's mean head) when its values are numbers and its
   selector may select several keys, else categorical; either way rasp-sim's default is kept
-  by the head itself (annotation DEFAULT, blocks.py), never tracr's None or forced 0;
+  by the head itself (annotation DEFAULT, blocks.py), never tracr's None or forced 0, and
+  values computed by maps from one categorical s-op are folded into the head's value
+  table (annotation VALUE_MAP): no MLP before it;
 - the standard library's `length` and `selector_width` are recognised and lowered to
   tracr's SelectorWidth primitive (patterns.py).
 Each expression carries the span of its node (annotation SPAN) for error messages.
@@ -35,7 +37,7 @@ from rasp_sim.errors import RaspError
 
 from . import patterns
 from .atoms import NOT_CONSTANT, atom_function, total
-from .bases import DEFAULT, SCALE, SIGNED, SPAN, ValueSets, is_numeric_column, plain, typed
+from .bases import DEFAULT, SCALE, SIGNED, SPAN, VALUE_MAP, ValueSets, is_numeric_column, plain, typed
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
                          SoftmaxPick, poly_bound, positions_coefficient, region_failure,
@@ -156,21 +158,24 @@ class _Translator(ContinuousLowering):
         key = (id(node), encoding)
         if key not in self.converted:
             if encoding == NUM:
-                values = self.value_sets.of(expr)
-                if not is_numeric_column(values):
-                    raise Unsupported(describe(node), "its values are averaged over several keys "
-                                      "but are not all numbers", node.span)
-                if not all(math.isfinite(plain(v)) for v in values):
-                    raise Unsupported(describe(node), "takes a non-finite value (inf or nan) and "
-                                      "is averaged over several keys: a numerical direction "
-                                      "cannot carry it (a weight of 0 times inf is nan)",
-                                      node.span)
+                self._check_averaged(node, expr)
                 conversion = _named(rasp.Map(plain, expr, simplify=False), node, NUM,
                                     **{SIGNED: True})
             else:
                 conversion = _named(rasp.Map(lambda x: x, expr, simplify=False), node, CAT)
             self.converted[key] = conversion
         return self.converted[key]
+
+    def _check_averaged(self, node: g.SOp, expr: rasp.SOp) -> None:
+        """The values of `node` (lowered as `expr`) can be averaged by a numerical head."""
+        values = self.value_sets.of(expr)
+        if not is_numeric_column(values):
+            raise Unsupported(describe(node), "its values are averaged over several keys "
+                              "but are not all numbers", node.span)
+        if not all(math.isfinite(plain(v)) for v in values):
+            raise Unsupported(describe(node), "takes a non-finite value (inf or nan) and "
+                              "is averaged over several keys: a numerical direction "
+                              "cannot carry it (a weight of 0 times inf is nan)", node.span)
 
     # -- maps
     def _operands(self, node: g.Map) -> tuple[list[g.SOp], Callable[..., Any]]:
@@ -503,16 +508,37 @@ class _Translator(ContinuousLowering):
                 raise Unsupported(describe(node), f"default {node.default!r} for a mean of "
                                   "numbers: a numerical head can only write a number where "
                                   "nothing is selected", node.span)
-            values = self.as_encoding(node.values, NUM)
             # tracr's own default must be 0; a nonzero one gets its own head (blocks.py).
             extra = {DEFAULT: node.default} if node.default != 0 else {}
             if summed:  # a mean whose values are scaled by the fixed width (blocks.py)
                 extra[SCALE] = self.sum_width(node)
+            folded = self._value_table(node.values)
+            if folded is None:
+                values = self.as_encoding(node.values, NUM)
+            else:
+                self._check_averaged(node.values, self.sop(node.values))
+                values, extra[VALUE_MAP] = folded
             return _named(rasp.Aggregate(select, values, default=0), node, NUM, **extra)
-        values = self.as_encoding(node.values, CAT)
         # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
-        return _named(rasp.Aggregate(select, values, default=None), node, CAT,
-                      **{DEFAULT: node.default})
+        extra = {DEFAULT: node.default}
+        folded = self._value_table(node.values)
+        if folded is None:
+            values = self.as_encoding(node.values, CAT)
+        else:
+            values, extra[VALUE_MAP] = folded
+        return _named(rasp.Aggregate(select, values, default=None), node, CAT, **extra)
+
+    def _value_table(self, values: g.SOp) -> tuple[rasp.SOp, Callable[[Any], Any]] | None:
+        """Values that are ONE categorical s-op x or computed by maps from it, as (x, the
+        function on x's stored values): the head's value table then holds f(x) for each
+        value of x, so neither the maps nor a conversion to a number need an MLP before
+        it (as `_folded` does for a select's sides). None for other values."""
+        if self.continuous(values):
+            return None
+        bases, fn = self._base_function(values)
+        if len(bases) != 1 or not rasp.is_categorical(self.sop(bases[0])):
+            return None
+        return self.sop(bases[0]), total(fn)
 
 
 def _position(nodes: Sequence[g.SOp], node: g.SOp) -> int:

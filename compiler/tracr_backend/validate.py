@@ -134,18 +134,22 @@ def domain_size(vocab_size: int, max_len: int, min_len: int = 1) -> int:
     return sum(vocab_size ** n for n in range(min_len, max_len + 1))
 
 
+def every_input(vocab_size: int, max_len: int, min_len: int = 1, batch: int = BATCH
+                ) -> Iterator[np.ndarray]:
+    """Every vocabulary-index row of length min_len..max_len, in batches of one length."""
+    for n in range(min_len, max_len + 1):
+        rows = itertools.product(range(vocab_size), repeat=n)
+        while chunk := list(itertools.islice(rows, batch)):
+            yield np.array(chunk, dtype=np.int64)
+
+
 def domain(vocab_size: int, max_len: int, samples: int, seed: int, min_len: int = 1
            ) -> tuple[str, int, Iterator[np.ndarray]]:
     """(mode, count, batches of vocabulary-index rows of one length): the whole domain, or
     the seeded uniform random sample (the structured inputs are `structured_inputs`)."""
     size = domain_size(vocab_size, max_len, min_len)
     if size <= EXHAUSTIVE_LIMIT:
-        def exhaustive() -> Iterator[np.ndarray]:
-            for n in range(min_len, max_len + 1):
-                rows = itertools.product(range(vocab_size), repeat=n)
-                while chunk := list(itertools.islice(rows, BATCH)):
-                    yield np.array(chunk, dtype=np.int64)
-        return "exhaustive", size, exhaustive()
+        return "exhaustive", size, every_input(vocab_size, max_len, min_len)
 
     def sampled() -> Iterator[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -296,7 +300,7 @@ def interpret(root: g.SOp, inputs: list[list]) -> list[list | None]:
         return interpret(root, inputs[:half]) + interpret(root, inputs[half:])
 
 
-def _agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
+def agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
     """(equal within the rules, absolute error if numbers)."""
     # True == 1 in Python, but the program's values are typed: a bool is not an int.
     same_kind = isinstance(a, str) == isinstance(b, str) and isinstance(a, bool) == isinstance(b, bool)
@@ -324,6 +328,12 @@ def causal_program(root: g.SOp) -> g.SOp:
     return cast(g.SOp, copies[id(root)])
 
 
+def vocabulary_ids(tokens: Sequence[Any], vocab: Sequence[Any]) -> np.ndarray:
+    """The input encoder's id of each vocabulary entry (by value and type: 1 is not True)."""
+    return np.array([next(i for i, t in enumerate(tokens) if t == v and type(t) is type(v))
+                     for v in vocab], dtype=np.int64)
+
+
 def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: int, *,
              tracr_forward: Callable[[np.ndarray], list[list]] | None = None,
              samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False,
@@ -337,10 +347,8 @@ def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: i
     numeric = weights.output_encoder is None or weights.output_encoder.values is None
     encoder = weights.input_encoder
     assert encoder is not None, "numeric-input models are validated by validate_numeric"
-    tokens = list(encoder.tokens)
-    bos = tokens.index(encoder.bos)
-    vocab_ids = np.array([next(i for i, t in enumerate(tokens) if t == v and type(t) is type(v))
-                          for v in vocab], dtype=np.int64)
+    bos = list(encoder.tokens).index(encoder.bos)
+    vocab_ids = vocabulary_ids(encoder.tokens, vocab)
     mode, count, batches = domain(len(vocab), max_len, samples, seed, min_len)
     coverage = None
     if mode == "sampled":
@@ -381,7 +389,7 @@ def _compare(report: Report, reference: g.SOp, rows: np.ndarray, vocab: Sequence
         report.compared += 1
         for who, got in outputs:
             for position, (a, b) in enumerate(zip(got[i], want)):
-                same, error = _agree(a, b, numeric)
+                same, error = agree(a, b, numeric)
                 if numeric:
                     report.max_numeric_error = max(report.max_numeric_error, error)
                 if not same and report.disagreement is None:

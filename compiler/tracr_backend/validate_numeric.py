@@ -22,7 +22,7 @@ from rasp_sim import graph as g
 from ..weights import Transformer
 from .continuous import NumericDomain
 from .runtime import run_weights
-from .validate import Disagreement, Report, _agree, causal_program, interpret
+from .validate import Disagreement, Report, agree, causal_program, interpret
 
 # Random inputs per numeric validation by default: the domain is infinite, so the sample
 # is the second line (the lowering is exact by construction) and is kept to a second or so.
@@ -57,7 +57,7 @@ def validate_numeric(root: g.SOp, weights: Transformer, domain: NumericDomain, *
             continue
         report.compared += 1
         for position, (a, b) in enumerate(zip(have, want)):
-            same, error = _agree(a, b, True)
+            same, error = agree(a, b, True)
             report.max_numeric_error = max(report.max_numeric_error, error)
             if not same and report.disagreement is None:
                 report.disagreement = Disagreement(values, position, b, a, "the interpreter",

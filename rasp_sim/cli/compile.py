@@ -89,7 +89,8 @@ def _add_validation_options(parser: argparse.ArgumentParser) -> None:
     add_sandbox_option(parser)
 
 
-def _program(file: str, name: str, sandbox: bool) -> SOp:
+def load_sop(file: str, name: str, sandbox: bool) -> SOp:
+    """The s-op `name` of the program `file` (a selector is refused)."""
     node = load_named_node(file, name, sandbox=sandbox)[1]
     if not isinstance(node, SOp):
         raise RaspError(f"'{name}' in {file} is a selector; only s-ops can be compiled",
@@ -110,7 +111,7 @@ def run_compile(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
-    root = _program(args.file, args.name, args.sandbox)
+    root = load_sop(args.file, args.name, args.sandbox)
     numeric = None
     if args.numeric_tokens:
         low, high = _token_range(args.token_range)
@@ -193,7 +194,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
-    root = _program(args.file, args.name, args.sandbox)
+    root = load_sop(args.file, args.name, args.sandbox)
     from compiler.tracr_backend.runtime import load_compiled
 
     model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)

@@ -3,9 +3,14 @@
     rasp-sim universal build --heads H --layers L --dim d [--head-dim k] [--out-dim c]
                              [--tied] [--residual] [--mask causal|full] [--random SEED [--m M]]
                              -o ut.npz
+    rasp-sim universal build --like MODEL.npz ... -o ut.npz     (the shape of a compiled model)
     rasp-sim universal target --heads H --layers L --dim d ... --seed S -o target.npz
     rasp-sim universal embed TARGET.npz --ut ut.npz -o E.npy
     rasp-sim universal verify TARGET.npz --ut ut.npz [--embedding E.npy] [--lengths 1-32]
+    rasp-sim universal verify MODEL.npz --ut ut.npz [--program FILE --name NAME]
+
+A TARGET may be a model written by `rasp-sim compile` (compiler/universal/compiled.py):
+verify then checks every input of its domain against the model and the program.
 
 Each action checks its arguments and estimates its memory from the shape (closed forms,
 compiler/universal/budget.py) before building or reading anything (--memory-limit).
@@ -24,6 +29,7 @@ import numpy as np
 
 from ..errors import RaspError
 from . import UsageError
+from .program import add_sandbox_option
 from .run import parse_size
 
 
@@ -50,18 +56,20 @@ def add_memory_limit(parser: argparse.ArgumentParser, what: str) -> None:
                         "(default 4GiB)")
 
 
-def _shape_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--heads", type=positive, required=True, metavar="H",
+def _shape_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The shape T(d, k, c, H, L); `required=False` where --like may give it instead."""
+    parser.add_argument("--heads", type=positive, required=required, metavar="H",
                         help="heads per layer")
-    parser.add_argument("--layers", type=positive, required=True, metavar="L", help="layers")
-    parser.add_argument("--dim", type=positive, required=True, metavar="d",
+    parser.add_argument("--layers", type=positive, required=required, metavar="L",
+                        help="layers")
+    parser.add_argument("--dim", type=positive, required=required, metavar="d",
                         help="the targets' input (model) dimension")
     parser.add_argument("--head-dim", type=positive, metavar="k",
                         help="query/key width (default d)")
     parser.add_argument("--out-dim", type=positive, metavar="c", help="output width (default d)")
     parser.add_argument("--residual", action="store_true",
                         help="targets (and the UT) have residual connections")
-    parser.add_argument("--mask", choices=("causal", "full"), default="causal",
+    parser.add_argument("--mask", choices=("causal", "full"), default=None,
                         help="attention mask of targets and UT (default causal)")
 
 
@@ -104,7 +112,47 @@ def _shape(args: argparse.Namespace):
     from compiler.universal.target import Shape
     return Shape(dim=args.dim, head_dim=args.head_dim or args.dim, out_dim=args.out_dim or args.dim,
                  heads=args.heads, layers=args.layers, residual=args.residual,
-                 causal=args.mask == "causal")
+                 causal=args.mask != "full")
+
+
+_SHAPE_OPTIONS = ("heads", "layers", "dim", "head_dim", "out_dim", "residual", "mask")
+
+
+def _shape_like(args: argparse.Namespace):
+    """The shape of the compiled model --like names, or of the shape options (one or the
+    other: a shape option next to --like would be ignored, so it is refused)."""
+    if args.like is None:
+        missing = [f"--{name}" for name in ("heads", "layers", "dim") if getattr(args, name) is None]
+        if missing:
+            raise UsageError(f"{', '.join(missing)}: required (or --like MODEL, the shape of "
+                             "a compiled model)")
+        return _shape(args)
+    given = [f"--{name.replace('_', '-')}" for name in _SHAPE_OPTIONS
+             if getattr(args, name) not in (None, False)]
+    if given:
+        raise UsageError(f"{', '.join(given)}: --like {args.like} takes the whole shape from "
+                         "the model; drop the shape options")
+    from compiler.universal.compiled import shape_of
+
+    return shape_of(_compiled(args.like, args.memory_limit))
+
+
+def _compiled(path: str, limit: int):
+    """The compiled model in `path`, or an error naming the file (not a compile output)."""
+    from compiler.universal.compiled import is_compiled
+    from compiler.tracr_backend.runtime import compile_info
+    from compiler.weights import WeightsError
+    from compiler.weights_format import in_file
+
+    model = _loaded(path, limit)
+    try:
+        if not is_compiled(model):
+            raise WeightsError("not written by `rasp-sim compile` (no compile record in its "
+                               "metadata); --like takes the shape of a compiled model")
+        compile_info(model)
+    except WeightsError as error:
+        raise in_file(error, path) from None
+    return model
 
 
 def _emit(result: dict[str, Any], as_json: bool) -> None:
@@ -134,7 +182,7 @@ def build(args: argparse.Namespace) -> int:
     if args.m is not None and args.random is None:
         raise UsageError("--m only applies to random universal transformers (--random SEED)")
     _check_output(args.output)
-    shape = _shape(args)
+    shape = _shape_like(args)
     check_tied(shape, args.tied)
     kind = "sparse" if args.random is None else "random"
     what = f"the {kind} universal transformer for {_describe(shape)}"
@@ -174,11 +222,10 @@ def target(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embed(args: argparse.Namespace, batch: int = 0, longest: int = 0):
-    """The UT, the target and E, once the files' fields and the memory estimate of the
-    embedding (and of a verification on `batch` inputs up to length `longest`) passed."""
-    from compiler.universal import budget
-    from compiler.universal.embed import embed
+def _load(args: argparse.Namespace):
+    """The UT, its spec, the model TARGET names and the target it stands for (a compiled
+    model with its embeddings folded into an input projection: compiled.as_target)."""
+    from compiler.universal.compiled import as_target, is_compiled
     from compiler.universal.spec import read_spec
     from compiler.weights import WeightsError
     from compiler.weights_format import in_file
@@ -189,6 +236,21 @@ def _embed(args: argparse.Namespace, batch: int = 0, longest: int = 0):
     except WeightsError as error:
         raise in_file(error, args.ut) from None
     model = _loaded(args.target, args.memory_limit)
+    if not is_compiled(model):
+        return ut, spec, model, model
+    try:
+        return ut, spec, model, as_target(model)
+    except WeightsError as error:
+        raise in_file(error, args.target) from None
+
+
+def _embed(args: argparse.Namespace, loaded, batch: int = 0, longest: int = 0):
+    """E for the `loaded` (_load) target, once the memory estimate of the embedding (and
+    of a verification on `batch` inputs up to length `longest`) passed; and its seconds."""
+    from compiler.universal import budget
+    from compiler.universal.embed import embed
+
+    ut, spec, _, model = loaded
     what = f"embedding a target in the {spec.kind} universal transformer ({_describe(spec.shape)})"
     budget.check_not_astronomic(spec.shape, what)
     estimate = budget.embed_bytes(spec.shape, spec.kind, spec.tied, ut.width)
@@ -198,7 +260,7 @@ def _embed(args: argparse.Namespace, batch: int = 0, longest: int = 0):
                                        longest)
     budget.check_memory(estimate, args.memory_limit, what)
     started = time.perf_counter()
-    return ut, model, embed(model, ut), time.perf_counter() - started
+    return embed(model, ut), time.perf_counter() - started
 
 
 def _embedding_facts(embedding, seconds: float) -> dict[str, Any]:
@@ -211,7 +273,7 @@ def _embedding_facts(embedding, seconds: float) -> dict[str, Any]:
 
 def embed_command(args: argparse.Namespace) -> int:
     _check_output(args.output)
-    _, _, embedding, seconds = _embed(args)
+    embedding, seconds = _embed(args, _load(args))
     _write(args.output, lambda path: _save_array(path, embedding.matrix))
     _emit({**_embedding_facts(embedding, seconds), "output": args.output}, args.json)
     return 0
@@ -261,13 +323,21 @@ def parse_lengths(text: str) -> range | tuple[int, ...]:
 def verify_command(args: argparse.Namespace) -> int:
     from compiler.universal.verify import verify
 
-    lengths = args.lengths
+    loaded = _load(args)
+    ut, _, model, target = loaded
+    if model is not target:
+        return _verify_compiled(args, loaded)
+    if args.program or args.name or args.max_inputs is not None:
+        raise UsageError("--program, --name and --max-inputs apply to a model written by "
+                         f"`rasp-sim compile`; {args.target} is not one")
+    lengths = args.lengths or range(1, 33)
+    seed = 0 if args.seed is None else args.seed
+    batch = args.batch or 4
     longest = lengths[-1] if isinstance(lengths, range) else max(lengths)
-    ut, model, embedding, seconds = _embed(args, args.batch, longest)
+    embedding, seconds = _embed(args, loaded, batch, longest)
     if args.embedding:
         embedding = _load_embedding(args.embedding, embedding)
-    result = verify(ut, embedding, model, lengths=tuple(lengths), batch=args.batch,
-                    seed=args.seed)
+    result = verify(ut, embedding, model, lengths=tuple(lengths), batch=batch, seed=seed)
     _emit({**_embedding_facts(embedding, seconds),
            "max_error": result.max_error, "scale": result.scale,
            "relative_error": result.relative_error, "tolerance": result.tolerance,
@@ -275,6 +345,67 @@ def verify_command(args: argparse.Namespace) -> int:
            "lengths": f"{min(result.lengths)}..{max(result.lengths)}",
            "verify_seconds": round(result.seconds, 4)}, args.json)
     return 0 if result.passed else 1
+
+
+
+
+def _verify_compiled(args: argparse.Namespace, loaded) -> int:
+    """verify for a compiled model: every input of its domain (exhaustive.py)."""
+    from compiler.universal.exhaustive import check_domain_size, check_every_input
+
+    if args.lengths is not None or args.seed is not None:
+        raise UsageError("--lengths and --seed choose random inputs; a compiled model is "
+                         "verified on every input of its domain (its compile record's "
+                         "vocabulary and lengths)")
+    if bool(args.program) != bool(args.name):
+        raise UsageError("--program FILE and --name NAME go together")
+    ut, _, model, _ = loaded
+    limit = DEFAULT_MAX_INPUTS if args.max_inputs is None else args.max_inputs
+    batch = args.batch or COMPILED_BATCH
+    _, longest = check_domain_size(model, limit)
+    root, source = _program_of(args, model)
+    embedding, seconds = _embed(args, loaded, batch, longest)
+    if args.embedding:
+        embedding = _load_embedding(args.embedding, embedding)
+    check = check_every_input(ut, embedding, model, root, batch)
+    result: dict[str, Any] = {**_embedding_facts(embedding, seconds), "inputs": check.inputs,
+                              "agree_with_model": check.agree_with_model}
+    if root is not None:
+        result.update(agree_with_program=check.agree_with_program,
+                      outside_program_domain=check.undefined)
+    result.update(program=source, max_numeric_error=check.max_numeric_error,
+                  passed=check.passed, verify_seconds=round(check.seconds, 4))
+    if check.disagreement is not None:
+        result["first_disagreement"] = check.disagreement.describe()
+    elif not check.compared_with_program:
+        result["failure"] = (f"the program fails on all {check.inputs} inputs of the "
+                             "domain: it is not the program the model was compiled from")
+    _emit(result, args.json)
+    return 0 if check.passed else 1
+
+
+def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
+    """The s-op to compare with (--program/--name, else the compile record's program file
+    and name when that file is there) and a line saying which; None if there is none."""
+    from compiler.tracr_backend.runtime import compile_info
+
+    from .compile import load_sop
+
+    info = compile_info(model)
+    file, name = args.program, args.name
+    if not file:
+        file, name = info.get("program"), info.get("name")
+        # a weights file is untrusted input: only a .rasp file it names is run
+        if not (isinstance(file, str) and isinstance(name, str) and file.endswith(".rasp")
+                and name and Path(file).is_file()):
+            return None, (f"none: the compile record's program {file!r} is not here; "
+                          "compared with the compiled model only (--program FILE --name NAME "
+                          "adds the interpreter)")
+    return load_sop(file, name, args.sandbox), f"{name} ({file})"
+
+
+DEFAULT_MAX_INPUTS = 100_000  # as many as `rasp-sim compile` validates one by one
+COMPILED_BATCH = 256  # inputs per forward pass when checking a whole domain
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -285,7 +416,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="universal_command", metavar="ACTION", required=True)
 
     build_parser = commands.add_parser("build", help="write a fixed universal transformer")
-    _shape_options(build_parser)
+    build_parser.add_argument("--like", metavar="MODEL.npz",
+                              help="take the shape (d, k, c, H, L, residual, mask) from a "
+                              "model written by `rasp-sim compile`, instead of the shape "
+                              "options")
+    _shape_options(build_parser, required=False)
     build_parser.add_argument("--tied", action="store_true",
                               help="looped: the same weights in every layer")
     build_parser.add_argument("--random", type=non_negative, metavar="SEED",
@@ -304,7 +439,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     for name, handler, help_text in (
             ("embed", embed_command, "compute the embedding E of a target"),
-            ("verify", verify_command, "check UT(X; E) = T(X) on random inputs")):
+            ("verify", verify_command, "check UT(X; E) = T(X) on random inputs, or a "
+             "compiled model on every input of its domain")):
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("target", metavar="TARGET.npz", help="the target, in the weight format")
         sub.add_argument("--ut", required=True, metavar="UT.npz", help="the universal transformer")
@@ -313,11 +449,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         else:
             sub.add_argument("--embedding", metavar="E.npy",
                              help="verify this E instead of computing it")
-            sub.add_argument("--lengths", type=parse_lengths, default=range(1, 33),
+            sub.add_argument("--lengths", type=parse_lengths, default=None,
                              help="sequence lengths, e.g. 1-32 (default) or 1,5,9")
-            sub.add_argument("--batch", type=positive, default=4, help="sequences per length")
-            sub.add_argument("--seed", type=non_negative, default=0,
-                             help="seed of the random inputs")
+            sub.add_argument("--batch", type=positive, default=None,
+                             help="sequences per length (default 4); for a compiled model, "
+                             f"inputs per forward pass (default {COMPILED_BATCH})")
+            sub.add_argument("--seed", type=non_negative, default=None,
+                             help="seed of the random inputs (default 0)")
+            sub.add_argument("--program", metavar="FILE",
+                             help="a compiled model: the .rasp program to compare with "
+                             "(default: the one its compile record names, if present)")
+            sub.add_argument("--name", help="a compiled model: the s-op of --program")
+            sub.add_argument("--max-inputs", type=positive, default=None, metavar="N",
+                             help="a compiled model: refuse a domain of more than N inputs "
+                             f"(default {DEFAULT_MAX_INPUTS:,})")
+            add_sandbox_option(sub)
             sub.add_argument("--json", action="store_true", help="print the result as JSON")
             add_memory_limit(sub, "working set (the files read, E, the forward pass)")
         sub.set_defaults(handler=handler)

@@ -21,10 +21,10 @@ def test_true_and_one_are_different_outputs(driver, program):
 
 
 def test_validation_tells_a_bool_from_an_int():
-    from compiler.tracr_backend.validate import _agree
+    from compiler.tracr_backend.validate import agree
 
-    assert _agree(True, True, False) == (True, 0.0)
-    assert not _agree(True, 1, False)[0] and not _agree(0, False, False)[0]
+    assert agree(True, True, False) == (True, 0.0)
+    assert not agree(True, 1, False)[0] and not agree(0, False, False)[0]
 
 
 def test_bool_and_int_tokens_are_separate_tokens(driver, program):
