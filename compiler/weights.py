@@ -247,6 +247,7 @@ class MLPBlock:
         _expect(f"{label}.w1", w1, 0, width, "model width D")
         _expect(f"{label}.b1", self.b1.shape, 0, w1[1], "hidden width of w1")
         if self.gated:
+            assert self.w_gate is not None and self.b_gate is not None  # checked above
             gate = _shape(self.w_gate)
             _expect(f"{label}.w_gate", gate, 0, width, "model width D")
             _expect(f"{label}.w_gate", gate, 1, w1[1], "hidden width of w1")
@@ -400,7 +401,8 @@ def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
 def _unflatten(header: dict, arrays: dict[str, np.ndarray]) -> Transformer:
     """The model a checked header (weights_format.parse_header) and its arrays (matched
     by `_match_arrays`) describe."""
-    def get(name: str, spec: Any) -> Matrix | None:
+    # Any: which kind (dense, sparse, None) each field may hold is the constructors' check.
+    def get(name: str, spec: Any) -> Any:
         if spec is None:
             return None
         if "sparse" in spec:

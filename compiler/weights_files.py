@@ -13,6 +13,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ NPZ_HEADER = "__header__"  # the .npz member holding the JSON header (uint8)
 SAFETENSORS_KEY = "rasp_sim"  # the __metadata__ entry holding the JSON header
 ZIP_MAGIC = b"PK\x03\x04"
 NPY_MAGIC = b"\x93NUMPY"
-DTYPES = {"float64": np.dtype("<f8"), "int64": np.dtype("<i8"), "uint8": np.dtype("u1")}
+DTYPES: dict[str, np.dtype] = {"float64": np.dtype("<f8"), "int64": np.dtype("<i8"), "uint8": np.dtype("u1")}
 SAFETENSORS_DTYPES = {"F64": "float64", "I64": "int64", "U8": "uint8"}
 # what reading a damaged zip member raises: bad CRC or header, a cut-off or corrupt stream
 ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error)
@@ -293,7 +294,8 @@ def write(path: str | Path, header: str, arrays: dict[str, np.ndarray]) -> None:
         save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(path),
                   metadata={SAFETENSORS_KEY: header})
         return
-    members = {**arrays, NPZ_HEADER: np.frombuffer(header.encode("utf-8"), dtype=np.uint8)}
+    members: dict[str, Any] = {**arrays,
+                               NPZ_HEADER: np.frombuffer(header.encode("utf-8"), dtype=np.uint8)}
     with open(path, "wb") as handle:
         np.savez(handle, **members)
 

@@ -166,7 +166,7 @@ def _as_roots(root: graph.Node | Sequence[graph.Node]) -> tuple[graph.Node, ...]
         raise RaspTypeError(
             f"can only analyse s-ops and selectors, got {type(root).__name__}: {root!r:.60}"
         )
-    return roots
+    return tuple(roots)
 
 
 def analyse(root: graph.Node | Sequence[graph.Node]) -> Analysis:

@@ -22,9 +22,14 @@ _Entry = Callable[[Sequence[Any], bool], Callable[..., Any]]
 BINARY_OPS = ("+", "-", "*", "/", "%", "^", "==", "!=", "<", ">", "<=", ">=")
 UNARY_OPS = ("not", "neg", "pos", "round", "indicator", "exp", "log", "sqrt", "abs")
 
+def _operator(apply: Callable[..., Any], op: str) -> _Entry:
+    """The entry of an arithmetic or comparison op: `apply(op, *atoms, exact=...)`."""
+    return lambda params, exact: partial(apply, op, exact=exact)
+
+
 _TABLE: dict[str, _Entry] = {
-    **{op: lambda p, exact, op=op: partial(semantics.binary, op, exact=exact) for op in BINARY_OPS},
-    **{op: lambda p, exact, op=op: partial(semantics.unary, op, exact=exact) for op in UNARY_OPS},
+    **{op: _operator(semantics.binary, op) for op in BINARY_OPS},
+    **{op: _operator(semantics.unary, op) for op in UNARY_OPS},
     # on s-ops `and`/`or` always give bools (LANGUAGE.md 6.3), unlike atom `and`/`or`
     "and": lambda p, exact: partial(semantics.sop_logic, "and"),
     "or": lambda p, exact: partial(semantics.sop_logic, "or"),

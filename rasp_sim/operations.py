@@ -8,7 +8,7 @@ attaches the span of the expression at fault.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Literal, cast
 
 from . import graph
 from . import semantics
@@ -26,7 +26,7 @@ def lift(value: Any, span: Span) -> graph.SOp:
     return graph.Full(value=value, span=span)
 
 
-def make_map(op: str, operands: tuple, span: Span, params: tuple = ()) -> graph.Map:
+def make_map(op: graph.MapOp, operands: tuple, span: Span, params: tuple = ()) -> graph.Map:
     return graph.Map(op=op, inputs=tuple(lift(v, span) for v in operands), params=params, span=span)
 
 
@@ -42,16 +42,16 @@ def binary(op: str, left: Any, right: Any, span: Span, *, exact: bool) -> Any:
             return node_type(left=left, right=right, span=span)
     elif any(selectors):
         raise RaspTypeError(f"Cannot apply {op} to selector(s)")
-    if sop:
-        return make_map(op, (left, right), span)
+    if sop:  # the grammar's binary operators are all MapOp names
+        return make_map(cast(graph.MapOp, op), (left, right), span)
     return semantics.binary(op, left, right, exact=exact)  # atom and/or: both evaluated
 
 
 def unary(op: str, value: Any, span: Span, *, exact: bool) -> Any:
     """`not`, `neg`, `pos`, `round` and the extension maps `exp`, `log`, `sqrt`, `abs`:
     elementwise on an s-op, at once on an atom; `not` of a selector negates it."""
-    if isinstance(value, graph.SOp):
-        return make_map(op, (value,), span)
+    if isinstance(value, graph.SOp):  # as are its unary ones
+        return make_map(cast(graph.MapOp, op), (value,), span)
     if isinstance(value, graph.Selector):
         if op == "not":
             return graph.SelectorNot(operand=value, span=span)
@@ -160,13 +160,14 @@ def assertion(args: list, site: Span, notes: tuple[str, ...]) -> Any:
         raise error.with_span(site) from None
 
 
-def select(keys: Any, queries: Any, op: str, span: Span) -> graph.Select:
+def select(keys: Any, queries: Any, op: graph.Comparison, span: Span) -> graph.Select:
     """`select(keys, queries, op)`: M[q][k] = keys[k] op queries[q]; atoms lifted (6.4)."""
     return graph.Select(keys=lift(keys, span), queries=lift(queries, span), op=op, span=span)
 
 
 def aggregate(
-    selector: Any, values: Any, default: Any, span: Span, reduction: str = "mean"
+    selector: Any, values: Any, default: Any, span: Span,
+    reduction: Literal["mean", "sum"] = "mean",
 ) -> graph.Aggregate:
     """`aggregate(sel, values[, default])` (6.5), or the `sum` extension."""
     if not isinstance(selector, graph.Selector):
@@ -246,7 +247,7 @@ def _elementwise(name: str) -> Callable[[list, Span, bool], Any]:
     return apply
 
 
-def _aggregate_call(reduction: str) -> Callable[[list, Span, bool], Any]:
+def _aggregate_call(reduction: Literal["mean", "sum"]) -> Callable[[list, Span, bool], Any]:
     def apply(args: list, span: Span, exact: bool) -> Any:
         if len(args) not in (2, 3):
             name = "sum" if reduction == "sum" else "aggregate"

@@ -282,7 +282,7 @@ def unary(op: str, x: Any, *, exact: bool = False) -> Any:
 # ------------------------------------------------------------------------------ typing
 
 
-def atom_type(x: Any) -> str | None:
+def atom_type(x: Any) -> SeqType | None:
     """The 6.2 label of one legal atom, or None if the atom is illegal in a sequence."""
     if isinstance(x, str):
         return "string"
@@ -297,7 +297,7 @@ def atom_type(x: Any) -> str | None:
 
 def sequence_type(values: Sequence[Any]) -> SeqType:
     """The type label of a whole column (6.2), or RaspTypeError."""
-    labels = set()
+    labels: set[SeqType] = set()
     for v in values:
         label = atom_type(v)
         if label is None:

@@ -14,7 +14,7 @@ import math
 import numbers
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from rasp_sim import semantics
 from rasp_sim.errors import RaspError, RaspTypeError
 
 from ..forward import forward
-from ..weights import DEFAULT_MEMORY_LIMIT, Transformer, WeightsError, load
+from ..weights import DEFAULT_MEMORY_LIMIT, InputEncoder, Transformer, WeightsError, load
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
@@ -81,8 +81,14 @@ def _check_numeric(model: Transformer, info: dict[str, Any], where: str) -> None
                            f"with lo <= hi, got {bounds!r}")
 
 
+def _token_encoder(model: Transformer) -> InputEncoder:
+    if model.input_encoder is None:
+        raise WeightsError("input_encoder: missing (a token model has one)")
+    return model.input_encoder
+
+
 def _check_tokens(model: Transformer, info: dict[str, Any], where: str) -> None:
-    encoder = model.input_encoder
+    encoder = _token_encoder(model)
     if "vocab" not in info:
         raise WeightsError(f"{where}.vocab: missing")
     for name in ("bos", "pad"):
@@ -148,7 +154,7 @@ def token_ids(model: Transformer, sequence: Sequence[Any], index: int = 0) -> li
     info = compile_info(model)
     if info.get("tokens_kind") == NUMERIC:
         raise WeightsError("this model reads numbers, not tokens (use numeric_features)")
-    encoder = model.input_encoder
+    encoder = _token_encoder(model)
     _check_length(info, sequence, index)
     ids = [encoder.tokens.index(encoder.bos)]
     for position, raw in enumerate(sequence):
@@ -211,7 +217,7 @@ def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]
         model = load(model)
     if is_numeric_input(model):
         rows: list[list] = [numeric_features(model, sequence, i) for i, sequence in enumerate(inputs)]
-        run_rows = run_features
+        run_rows: Callable[[Transformer, np.ndarray], list[list[Any]]] = run_features
     else:
         rows = [token_ids(model, sequence, i) for i, sequence in enumerate(inputs)]
         run_rows = run_ids

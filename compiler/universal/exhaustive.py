@@ -91,9 +91,10 @@ def check_every_input(ut: Transformer, embedding: Embedding, model: Transformer,
                 check.agree_with_model += 1
             if programs is None:
                 continue
-            if programs[i] is None:
+            wanted = programs[i]
+            if wanted is None:
                 check.undefined += 1
-            elif _compare(check, inputs[i], got, programs[i], "the interpreter", numeric):
+            elif _compare(check, inputs[i], got, wanted, "the interpreter", numeric):
                 check.agree_with_program += 1
     check.seconds = time.perf_counter() - started
     return check

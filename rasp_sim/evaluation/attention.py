@@ -130,7 +130,7 @@ def _reduce(
     multi: np.ndarray, reduction: str, exact: bool,
 ) -> np.ndarray:
     """Means (or sums) for every query; only the `multi` entries are used."""
-    _check_numeric_rows(values, multi.any(axis=-1), reduction)
+    _check_numeric_rows(values, np.asarray(multi.any(axis=-1)), reduction)
     kind = values.dtype.kind
     if kind == "i" or (kind == "f" and not exact):
         if sums is None and kind == "i" and max_abs(values) * values.shape[-1] <= INT64_MAX:

@@ -128,7 +128,9 @@ def _fast_unary(op: str, x: np.ndarray, exact: bool) -> np.ndarray | None:
     if kind not in "bif":
         return None
     if op == "indicator":
-        return truth(x).astype(np.int64)
+        truths = truth(x)
+        assert truths is not None  # bool, int and float columns always have one
+        return truths.astype(np.int64)
     if kind == "b":  # -True, +True, round(True), abs(True) are ints
         x, kind = x.astype(np.int64), "i"
     if op == "pos" or (op == "round" and kind == "i"):
