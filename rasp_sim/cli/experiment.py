@@ -20,7 +20,7 @@ from pathlib import Path
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "experiment", help="train embeddings of frozen universal transformers (Dyck-1, k-hop)",
-        description="Reproduce UNIVERSAL.md 10: train only the embedding and unembedding of "
+        description="Train only the embedding and unembedding of "
                     "frozen sparse or random transformers (and a fully trained baseline).")
     parser.add_argument("task", metavar="TASK", help="dyck1, khop or all")
     parser.add_argument("--budget", choices=("ci", "small", "paper"), default="ci",
