@@ -1,4 +1,4 @@
-"""Regression tests for tracr 1.0.0's silent failures and crashes (COMPILER.md section 2).
+"""Regression tests for tracr 1.0.0's silent failures and crashes (docs/compiler.md).
 
 Each test first pins STOCK tracr's wrong behaviour, so it FAILS IF TRACR IS FIXED UPSTREAM
 (then the workaround can be reconsidered), and then checks that rasp-sim's compile gives
@@ -36,6 +36,7 @@ def test_negative_categorical_to_numerical_map_is_clipped_by_stock_tracr(driver,
     assert run_weights(result.weights, [[0, 1, 2]]) == [[-1.0, -0.5, 0.0]]
 
 
+@pytest.mark.slow  # stock tracr compiles through JAX: about 10 s
 def test_stock_value_set_of_a_numerical_mean_misses_two_thirds(driver, program):
     # 10 * frac_prevs on "xxyxxx": stock builds the map on {v/w} and gives 5 for 6.67.
     is_x = rasp.numerical(rasp.Map(lambda t: 1 if t == "x" else 0, rasp.tokens))
@@ -53,6 +54,7 @@ def test_stock_value_set_of_a_numerical_mean_misses_two_thirds(driver, program):
     assert got == pytest.approx([10, 10, 20 / 3, 7.5, 8, 25 / 3], abs=1e-12)
 
 
+@pytest.mark.slow  # stock tracr compiles through JAX: about 10 s
 def test_stock_logits_are_divided_by_sqrt_key_size(driver, program):
     # A mean over a prefix: stock tracr's softmax leaks onto BOS and unselected keys.
     is_x = rasp.numerical(rasp.Map(lambda t: 1 if t == "x" else 0, rasp.tokens))

@@ -1,5 +1,5 @@
-"""`rasp-sim experiment` end to end: the ci budget (run by the tests, as UNIVERSAL.md 10.3
-asks), the run plans, resumption and the error cases."""
+"""`rasp-sim experiment` end to end: the ci budget (in the slow suite), the run plans,
+resumption and the error cases."""
 from __future__ import annotations
 
 import json
@@ -21,6 +21,7 @@ def ci_run(tmp_path_factory):
     return code, out
 
 
+@pytest.mark.slow  # the ci budget trains for about 30 s
 def test_ci_budget_dyck1_beats_the_majority_baseline(ci_run):
     code, out = ci_run
     assert code == 0
@@ -31,6 +32,7 @@ def test_ci_budget_dyck1_beats_the_majority_baseline(ci_run):
     assert 0.45 < row["majority_baseline"] < 0.6
 
 
+@pytest.mark.slow  # the ci budget trains for about 30 s
 def test_ci_budget_writes_results_table_and_plot(ci_run):
     _, out = ci_run
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
@@ -44,6 +46,7 @@ def test_ci_budget_writes_results_table_and_plot(ci_run):
     assert "| dyck1 | H=2 L=2 k=2 c=4 | R-A |" in table and "94.4%" in table
 
 
+@pytest.mark.slow  # the ci budget trains for about 30 s
 def test_resume_reuses_finished_runs(ci_run, capsys):
     code, out = ci_run
     before = (out / "summary.json").read_text()

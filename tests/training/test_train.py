@@ -32,7 +32,10 @@ def same(a, b) -> bool:
     return np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("variant", ["S-A", "R-RL", "S-RLM", "F"])
+# One variant by default; the others (and the JAX-compiling checks below) take 8-35 s
+# each on a 2-core machine, so they run in the slow suite.
+@pytest.mark.parametrize("variant", ["S-A", *(pytest.param(v, marks=pytest.mark.slow)
+                                              for v in ("R-RL", "S-RLM", "F"))])
 def test_only_the_trainable_arrays_change(variant):
     trainer = Trainer(config(variant))
     before = named_arrays(trainer.backbone.model)
@@ -46,6 +49,7 @@ def test_only_the_trainable_arrays_change(variant):
             assert same(before[name], after[name]), f"frozen {name} changed"
 
 
+@pytest.mark.slow
 def test_jax_logits_are_the_numpy_forward_pass():
     trainer = Trainer(config("R-RLM"))
     ids = trainer.test.inputs[:4]
@@ -55,6 +59,7 @@ def test_jax_logits_are_the_numpy_forward_pass():
     assert np.allclose(jax_out, numpy_out, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_runs_are_deterministic():
     a, b = train(config(), progress=False), train(config(), progress=False)
     assert a["curves"] == b["curves"] and a["final"] == b["final"]
@@ -71,6 +76,7 @@ def test_result_records_what_the_issue_asks_for():
     assert result["config"]["variant"] == "S-RL"
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_bit_for_bit(tmp_path):
     straight = Trainer(config(steps=8))
     straight.run(progress=False)
