@@ -19,10 +19,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rasp_sim import semantics
-from rasp_sim.errors import RaspError, RaspTypeError
+from rasp_sim.errors import RaspError, RaspResourceError, RaspTypeError
 
 from ..forward import forward
-from ..weights import DEFAULT_MEMORY_LIMIT, InputEncoder, Transformer, WeightsError, load
+from ..weights import DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
@@ -211,10 +211,12 @@ def run_features(model: Transformer, features: np.ndarray) -> list[list[Any]]:
     return decode(model, forward(model, np.asarray(features, dtype=np.float64)[..., None]))
 
 
-def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """Run compiled weights (a model or a weights file) on `inputs`; one output list each."""
+def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]],
+                memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list[list[Any]]:
+    """Run compiled weights (a model or a weights file) on `inputs`; one output list each.
+    Inputs of one length run in passes whose activations fit in `memory_limit` bytes."""
     if not isinstance(model, Transformer):
-        model = load(model)
+        model = load(model, memory_limit=memory_limit)
     if is_numeric_input(model):
         rows: list[list] = [numeric_features(model, sequence, i) for i, sequence in enumerate(inputs)]
         run_rows: Callable[[Transformer, np.ndarray], list[list[Any]]] = run_features
@@ -225,7 +227,32 @@ def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]
     for i, row in enumerate(rows):
         by_length[len(row)].append(i)
     out: list[list[Any]] = [[] for _ in rows]
-    for members in by_length.values():
-        for i, values in zip(members, run_rows(model, np.array([rows[i] for i in members]))):
-            out[i] = values
+    for length, members in by_length.items():
+        step = rows_per_pass(model, length, memory_limit)
+        for start in range(0, len(members), step):
+            batch = members[start:start + step]
+            for i, values in zip(batch, run_rows(model, np.array([rows[i] for i in batch]))):
+                out[i] = values
     return out
+
+
+def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
+    """How many inputs of `length` positions (BOS included) one forward pass may take:
+    an upper bound of the floats alive per position (the residual stream and its copy, a
+    block's output, and the widest block's intermediates: an MLP's hidden layer and gate,
+    or every head's queries, keys, values and score row) times 8 bytes. A file may declare
+    a huge width in a few stored numbers (a sparse matrix), so this is checked, not assumed."""
+    widest = 0
+    for block in model.layers:
+        if isinstance(block, MLPBlock):
+            widest = max(widest, 2 * block.w1.shape[1])
+        else:
+            widest = max(widest, sum(2 * h.w_q.shape[1] + h.w_v.shape[1] + length
+                                     for h in block.heads))
+    per_row = 8 * length * (3 * model.width + widest)
+    if per_row > memory_limit:
+        raise RaspResourceError(
+            f"running this model on one input of {length - 1} tokens needs about "
+            f"{per_row:,} bytes (width {model.width:,}), above the memory limit of "
+            f"{memory_limit:,} bytes; raise it with --memory-limit SIZE")
+    return memory_limit // per_row

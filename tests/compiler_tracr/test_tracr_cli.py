@@ -210,3 +210,19 @@ def test_compile_to_an_unwritable_path(tmp_path, capsys):
     assert main(["compile", HISTOGRAM, "--name", "hist", "--vocab", "a", "--max-len", "2",
                  "-o", str(target)]) == 1
     assert "cannot write the weights to" in capsys.readouterr().err
+
+
+def test_forward_passes_are_sized_to_the_memory_limit(reverse_model):
+    from compiler.tracr_backend.runtime import rows_per_pass, run_weights
+    from rasp_sim.errors import RaspResourceError
+
+    model = weight_format.load(reverse_model)
+    inputs = [list(word) for word in ("abca", "cab", "b", "ccba", "acb", "ab")]
+    one_pass = run_weights(model, inputs)
+    per_row = 8 * 5 * 3 * model.width  # a lower bound of one 4-token input's activations
+    assert rows_per_pass(model, 5, 10**9) > 1000
+    assert rows_per_pass(model, 5, 40 * per_row) < 40  # several passes of few inputs
+    assert run_weights(model, inputs, memory_limit=40 * per_row) == one_pass
+    with pytest.raises(RaspResourceError, match=r"one input of 4 tokens needs about [\d,]+ bytes "
+                       r"\(width \d+\), above the memory limit of 1,000 bytes; raise it"):
+        run_weights(model, inputs, memory_limit=1000)
