@@ -17,7 +17,7 @@ from rasp_sim import graph as g
 from rasp_sim import atom_functions
 from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
 from rasp_sim import semantics as sem
-from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span
+from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Source, Span
 from rasp_sim.evaluate import estimate_bytes, evaluate, evaluate_batch, evaluate_one
 from rasp_sim.evaluation.attention import aggregate, select
 from rasp_sim.evaluation.columns import from_objects, object_column
@@ -545,7 +545,7 @@ def test_exact_sqrt_refuses_irrational():
 
 
 def test_failing_node_carries_span_and_input_index():
-    span = Span("prog.rasp", 3, 5, 3, 12)
+    span = Span(Source("prog.rasp"), 3, 5, 3, 12)
     node = g.Map(op="/", inputs=(full(1), T), span=span)
     with pytest.raises(RaspRuntimeError) as info:
         evaluate([node], [[1, 2], [3, 0], [0, 1]])
