@@ -6,24 +6,38 @@ tests can compare outcomes without comparing text.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named source text. Every span of one file (or REPL chunk) shares one `Source`,
+    so an error quotes its own line: two files with the same name, or two REPL chunks,
+    never stand in for each other."""
+
+    name: str
+    text: str = field(default="", repr=False)  # "" when unknown (an unreadable file)
 
 
 @dataclass(frozen=True)
 class Span:
-    """A region of source text: 1-based line and column, end exclusive."""
+    """A region of `source`: 1-based line and column, end exclusive."""
 
-    file: str
+    source: Source
     line: int
     column: int
     end_line: int
     end_column: int
 
+    @property
+    def file(self) -> str:
+        return self.source.name
+
     @classmethod
     def whole_file(cls, file: str) -> "Span":
         """The location of an error about a file as a whole (unreadable, too large):
         line 0, printed as the file name alone."""
-        return cls(file, 0, 0, 0, 0)
+        return cls(Source(file), 0, 0, 0, 0)
 
     def __str__(self) -> str:
         if self.line == 0:
@@ -31,23 +45,10 @@ class Span:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-# Source texts by file name, so an error can show its line long after parsing.
-_SOURCES: dict[str, str] = {}
-
-
-def register_source(file: str, text: str) -> None:
-    """Remember `text` as the contents of `file` for error display."""
-    _SOURCES[file] = text
-
-
 def source_line(span: Span) -> str | None:
-    text = _SOURCES.get(span.file)
-    if text is None:
-        return None
-    lines = text.splitlines()
-    if 1 <= span.line <= len(lines):
-        return lines[span.line - 1]
-    return None
+    """The text of the span's (first) line, or None if its source has no such line."""
+    lines = span.source.text.splitlines()
+    return lines[span.line - 1] if 1 <= span.line <= len(lines) else None
 
 
 def quote(span: Span) -> list[str]:

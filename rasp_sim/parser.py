@@ -28,7 +28,7 @@ from lark.exceptions import (
 )
 
 from . import ast
-from .errors import RaspSyntaxError, Span, register_source
+from .errors import RaspSyntaxError, Source, Span
 from .limits import MAX_INT_BITS, MAX_INT_DIGITS
 from .syntax_messages import syntax_error
 
@@ -143,16 +143,16 @@ class _Builder(Transformer_NonRecursive):
     """Builds `ast` nodes bottom-up; list-like rules become tuples. Non-recursive, so a
     deeply nested or very long expression cannot exhaust Python's stack here."""
 
-    def __init__(self, file: str, strict: bool):
+    def __init__(self, source: Source, strict: bool):
         super().__init__()
-        self.file = file
+        self.source = source
         self.strict = strict
 
     def _span(self, meta) -> Span:
-        return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
+        return Span(self.source, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def _token_span(self, tok: Token) -> Span:
-        return Span(self.file, tok.line, tok.column, tok.end_line, tok.end_column)
+        return Span(self.source, tok.line, tok.column, tok.end_line, tok.end_column)
 
     def _reject(self, message: str, tok: Token) -> RaspSyntaxError:
         return RaspSyntaxError(message, self._token_span(tok))
@@ -171,7 +171,7 @@ class _Builder(Transformer_NonRecursive):
 
     # ---- program and statements
     def start(self, meta, children) -> ast.Program:
-        return ast.Program(tuple(children), self.file)
+        return ast.Program(tuple(children), self.source.name)
 
     def expression_only(self, meta, children) -> ast.Expr:
         return children[0]
@@ -328,13 +328,13 @@ class _Builder(Transformer_NonRecursive):
 
 
 def _run(text: str, file: str, strict: bool, start: str):
-    register_source(file, text)
+    source = Source(file, text)  # shared by every span of this parse
     try:
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as exc:
-        raise syntax_error(exc, text, file) from None
+        raise syntax_error(exc, source) from None
     try:
-        return _Builder(file, strict).transform(tree)
+        return _Builder(source, strict).transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, RaspSyntaxError):
             raise exc.orig_exc from None

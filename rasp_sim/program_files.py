@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Sequence
 
-from .errors import RaspError, RaspLoadError, RaspResourceError, Span
+from .errors import RaspError, RaspLoadError, RaspResourceError, Source, Span
 
 # Largest program file read; real programs are a few KiB, the library's largest ~30 KiB.
 MAX_PROGRAM_BYTES = 10 * 2**20  # 10 MiB
@@ -93,7 +93,7 @@ def _os_reason(error: OSError) -> str:
 def _failure(kind: type[RaspError], path: Path, at: Span | None, reason: str,
              line: int = 0, column: int = 0) -> RaspError:
     if at is None:
-        span = (Span(str(path), line, column, line, column + 1) if line
+        span = (Span(Source(str(path)), line, column, line, column + 1) if line
                 else Span.whole_file(str(path)))
         return kind(reason, span)
     where = f"{path}:{line}:{column}" if line else str(path)

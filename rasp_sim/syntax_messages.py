@@ -9,7 +9,7 @@ from __future__ import annotations
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from .errors import RaspSyntaxError, Span
+from .errors import RaspSyntaxError, Source, Span
 
 # Terminal names from grammar.lark, grouped for describing them.
 _KEYWORDS = {
@@ -55,10 +55,11 @@ _BAD_CHARACTER_HINTS = {
 }
 
 
-def syntax_error(exc: UnexpectedInput, text: str, file: str) -> RaspSyntaxError:
-    """The `RaspSyntaxError` for a Lark parse error `exc` in `text`."""
+def syntax_error(exc: UnexpectedInput, source: Source) -> RaspSyntaxError:
+    """The `RaspSyntaxError` for a Lark parse error `exc` in `source`."""
+    text = source.text
     if isinstance(exc, UnexpectedCharacters):
-        return _bad_character(exc, text, file)
+        return _bad_character(exc, source)
     # LALR's own `expected` merges the lookaheads of similar states (after `[1, 2` it
     # lists ';'); `accepts` replays the parser and lists exactly what could come next.
     if isinstance(exc, UnexpectedToken):
@@ -67,18 +68,18 @@ def syntax_error(exc: UnexpectedInput, text: str, file: str) -> RaspSyntaxError:
         expected = set(getattr(exc, "expected", ()) or ())
     if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
         tok = exc.token
-        span = Span(file, tok.line, tok.column, tok.end_line, tok.end_column)
+        span = Span(source, tok.line, tok.column, tok.end_line, tok.end_column)
         return RaspSyntaxError(_unexpected_token(tok, expected, text), span)
     message = "unexpected end of input"
     if "SEMICOLON" in expected:
         message += ": missing ';'"
     elif expected:
         message += f"; expected {_describe_expected(expected)}"
-    return RaspSyntaxError(message, _end_span(text, file))
+    return RaspSyntaxError(message, _end_span(source))
 
 
-def _bad_character(exc: UnexpectedCharacters, text: str, file: str) -> RaspSyntaxError:
-    pos, char = exc.pos_in_stream, exc.char
+def _bad_character(exc: UnexpectedCharacters, source: Source) -> RaspSyntaxError:
+    text, pos, char = source.text, exc.pos_in_stream, exc.char
     width = 1
     before = text[pos - 1] if pos > 0 else ""
     after = text[pos + 1] if pos + 1 < len(text) else ""
@@ -99,7 +100,7 @@ def _bad_character(exc: UnexpectedCharacters, text: str, file: str) -> RaspSynta
         message = f"unexpected character '{char}': names use only A-Z, a-z, 0-9 and _"
     else:
         message = f"unexpected character {char!r}"
-    span = Span(file, exc.line, exc.column, exc.line, exc.column + width)
+    span = Span(source, exc.line, exc.column, exc.line, exc.column + width)
     return RaspSyntaxError(message, span)
 
 
@@ -211,9 +212,9 @@ def _previous_char(text: str, pos: int | None) -> str:
     return stripped[-1] if stripped else ""
 
 
-def _end_span(text: str, file: str) -> Span:
+def _end_span(source: Source) -> Span:
     """A zero-width span just after the last non-blank character."""
-    stripped = text.rstrip()
+    stripped = source.text.rstrip()
     line = stripped.count("\n") + 1
     column = len(stripped) - (stripped.rfind("\n") + 1) + 1
-    return Span(file, line, column, line, column)
+    return Span(source, line, column, line, column)

@@ -17,10 +17,10 @@ from rasp_sim import graph as g
 from rasp_sim import atom_functions
 from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
 from rasp_sim import semantics as sem
-from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span
+from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Source, Span
 from rasp_sim.evaluate import estimate_bytes, evaluate, evaluate_batch, evaluate_one
 from rasp_sim.evaluation.attention import aggregate, select
-from rasp_sim.evaluation.columns import from_objects, object_column
+from rasp_sim.evaluation.columns import float_view, from_objects, object_column
 from rasp_sim.evaluation.elementwise import apply_map
 
 # ------------------------------------------------------------------------------ helpers
@@ -545,7 +545,7 @@ def test_exact_sqrt_refuses_irrational():
 
 
 def test_failing_node_carries_span_and_input_index():
-    span = Span("prog.rasp", 3, 5, 3, 12)
+    span = Span(Source("prog.rasp"), 3, 5, 3, 12)
     node = g.Map(op="/", inputs=(full(1), T), span=span)
     with pytest.raises(RaspRuntimeError) as info:
         evaluate([node], [[1, 2], [3, 0], [0, 1]])
@@ -646,6 +646,25 @@ def test_ops_on_mixed_aggregate_results_match_semantics(data, op, c):
             lambda r: checked_row([atom_function(op)(x, y) for x, y in zip(lrows[r], rrows[r])]),
             b,
         )
+
+
+def test_a_mixed_aggregate_column_carries_its_floats_and_derived_columns_do_not():
+    """aggregate's int/float column carries its float64 values (columns.py
+    `MixedNumericColumn`), so float_view returns them without a scan; a slice or copy of
+    it is another array and its float view is computed from its own elements."""
+    sel_rows = np.array([[[True, False, False], [True, True, False], [True, True, True]]] * 2)
+    result = aggregate(sel_rows, column([[1, 2, 4], [5, 6, 10]]), 0, "mean", False)
+    rows = result.tolist()
+    assert [list(map(type, row)) for row in rows] == [[int, float, float]] * 2
+    carried = float_view(result)
+    assert carried is result.as_float  # no scan: the values aggregate built
+    assert carried.tolist() == [[float(x) for x in row] for row in rows]
+    for derived in (result[:, ::-1], result[1:], result.copy()):
+        view = float_view(derived)
+        assert view is not carried
+        assert view.tolist() == [[float(x) for x in row] for row in derived.tolist()]
+    reversed_floats = apply_map("/", [result[:, ::-1], column([[2] * 3] * 2)], (), False)
+    assert reversed_floats.tolist() == [[x / 2 for x in row[::-1]] for row in rows]
 
 
 def test_exact_division_of_a_gathered_object_column_stays_rational():

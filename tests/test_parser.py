@@ -15,7 +15,7 @@ from lark.parsers.lalr_parser_state import ParserState
 from program_strategy import expressions, mutated_programs, programs
 
 from rasp_sim import ast
-from rasp_sim.errors import RaspSyntaxError, Span
+from rasp_sim.errors import RaspSyntaxError, Source, Span
 from rasp_sim.limits import MAX_INT_BITS, MAX_INT_DIGITS
 from rasp_sim.parser import (
     GRAMMAR_PATH, IncrementalCheck, _lark, is_incomplete, parse, parse_expression,
@@ -529,18 +529,20 @@ def test_user_can_define_functions_named_like_builtins():
 
 
 def test_spans_of_nested_nodes_in_a_multi_line_program():
-    program = parse("x = 1;\ndef f(a) {\n  return a +\n    g(a)[0];\n}\n", file="prog.rasp")
+    text = "x = 1;\ndef f(a) {\n  return a +\n    g(a)[0];\n}\n"
+    program = parse(text, file="prog.rasp")
     assign, fn = program.statements
-    assert assign.span == Span("prog.rasp", 1, 1, 1, 7)
-    assert fn.span == Span("prog.rasp", 2, 1, 5, 2)
+    source = Source("prog.rasp", text)
+    assert assign.span == Span(source, 1, 1, 1, 7)
+    assert fn.span == Span(source, 2, 1, 5, 2)
     plus = fn.returns[0]
-    assert plus.span == Span("prog.rasp", 3, 10, 4, 12)
+    assert plus.span == Span(source, 3, 10, 4, 12)
     index = plus.right
-    assert index.span == Span("prog.rasp", 4, 5, 4, 12)
+    assert index.span == Span(source, 4, 5, 4, 12)
     call = index.target
-    assert call.span == Span("prog.rasp", 4, 5, 4, 9)
-    assert call.function.span == Span("prog.rasp", 4, 5, 4, 6)
-    assert index.index.span == Span("prog.rasp", 4, 10, 4, 11)
+    assert call.span == Span(source, 4, 5, 4, 9)
+    assert call.function.span == Span(source, 4, 5, 4, 6)
+    assert index.index.span == Span(source, 4, 10, 4, 11)
 
 
 def _nodes_with_parents(node, parent=None):

@@ -23,8 +23,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..errors import (RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Span,
-                      register_source)
+from ..errors import RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Source, Span
 from ..limits import MAX_INT_BITS, MAX_INT_DIGITS
 
 Atom = Any
@@ -60,9 +59,8 @@ def atoms(x: Input) -> "str | list[Atom]":
 
 def command_line_input(text: str, number: int, *, exact: bool = False) -> Input:
     """The `number`th (1-based) --input, its errors located in a source named <input N>."""
-    name = f"<input {number}>"
-    register_source(name, text)
-    return parse_input(text, Span(name, 1, 1, 1, len(text) + 1), exact=exact)
+    source = Source(f"<input {number}>", text)
+    return parse_input(text, Span(source, 1, 1, 1, len(text) + 1), exact=exact)
 
 
 def read_inputs_file(path: str, *, max_bytes: int,
@@ -70,13 +68,13 @@ def read_inputs_file(path: str, *, max_bytes: int,
     """One input per line; blank lines are skipped. A line that is not a valid input is a
     BadInput whose error points into the line. A file over `max_bytes` is refused unread."""
     text = _read_text(path, max_bytes)
-    register_source(path, text)
+    source = Source(path, text)
     entries: list = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            entries.append(parse_input(line, Span(path, number, 1, number, len(line) + 1),
+            entries.append(parse_input(line, Span(source, number, 1, number, len(line) + 1),
                                        exact=exact))
         except RaspError as error:
             entries.append(BadInput(line, error))
@@ -99,13 +97,13 @@ def _read_text(path: str, max_bytes: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        register_source(path, data.decode("utf-8", "replace"))
+        source = Source(path, data.decode("utf-8", "replace"))  # to quote the bad line
         line_start = data.rfind(b"\n", 0, error.start) + 1
         line = data.count(b"\n", 0, error.start) + 1
         column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
         raise RaspLoadError(
             f"inputs file is not UTF-8 text: byte 0x{data[error.start]:02x} here is "
-            f"invalid ({error.reason})", Span(path, line, column, line, column + 1)) from None
+            f"invalid ({error.reason})", Span(source, line, column, line, column + 1)) from None
 
 
 def _too_big(path: str, size: str, max_bytes: int) -> RaspResourceError:
@@ -224,4 +222,4 @@ def _shift(span: Span | None, offset: int) -> Span | None:
     if span is None:
         return None
     column = span.column + max(0, offset)
-    return Span(span.file, span.line, column, span.line, column + 1)
+    return Span(span.source, span.line, column, span.line, column + 1)

@@ -103,13 +103,13 @@ def _save_array(path: str, matrix: np.ndarray) -> None:
 
 
 def _loaded(path: str, limit: int):
-    from compiler.weights import load
+    from compiler import load_weights as load
 
     return load(path, limit)
 
 
 def _shape(args: argparse.Namespace):
-    from compiler.universal.target import Shape
+    from compiler.universal import Shape
     return Shape(dim=args.dim, head_dim=args.head_dim or args.dim, out_dim=args.out_dim or args.dim,
                  heads=args.heads, layers=args.layers, residual=args.residual,
                  causal=args.mask != "full")
@@ -132,17 +132,15 @@ def _shape_like(args: argparse.Namespace):
     if given:
         raise UsageError(f"{', '.join(given)}: --like {args.like} takes the whole shape from "
                          "the model; drop the shape options")
-    from compiler.universal.compiled import shape_of
+    from compiler.universal import shape_of
 
     return shape_of(_compiled(args.like, args.memory_limit))
 
 
 def _compiled(path: str, limit: int):
     """The compiled model in `path`, or an error naming the file (not a compile output)."""
-    from compiler.universal.compiled import is_compiled
-    from compiler.tracr_backend.runtime import compile_info
-    from compiler.weights import WeightsError
-    from compiler.weights_format import in_file
+    from compiler import WeightsError, compile_info, in_file
+    from compiler.universal import is_compiled
 
     model = _loaded(path, limit)
     try:
@@ -171,13 +169,9 @@ def _describe(shape) -> str:
 
 
 def build(args: argparse.Namespace) -> int:
-    from compiler.universal import budget
-    from compiler.universal.gaussian import build_random
-    from compiler.universal.paths import constraint_count
-    from compiler.universal.report import size_report
-    from compiler.universal.sparse import build_sparse
-    from compiler.universal.spec import check_tied
-    from compiler.weights import save
+    from compiler import save_weights as save
+    from compiler.universal import (budget, build_random, build_sparse, check_tied,
+                                    constraint_count, size_report)
 
     if args.m is not None and args.random is None:
         raise UsageError("--m only applies to random universal transformers (--random SEED)")
@@ -207,9 +201,8 @@ def build(args: argparse.Namespace) -> int:
 
 
 def target(args: argparse.Namespace) -> int:
-    from compiler.universal import budget
-    from compiler.universal.target import random_target
-    from compiler.weights import save
+    from compiler import save_weights as save
+    from compiler.universal import budget, random_target
 
     _check_output(args.output)
     shape = _shape(args)
@@ -225,10 +218,8 @@ def target(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace):
     """The UT, its spec, the model TARGET names and the target it stands for (a compiled
     model with its embeddings folded into an input projection: compiled.as_target)."""
-    from compiler.universal.compiled import as_target, is_compiled
-    from compiler.universal.spec import read_spec
-    from compiler.weights import WeightsError
-    from compiler.weights_format import in_file
+    from compiler import WeightsError, in_file
+    from compiler.universal import as_target, is_compiled, read_spec
 
     ut = _loaded(args.ut, args.memory_limit)
     try:
@@ -247,8 +238,7 @@ def _load(args: argparse.Namespace):
 def _embed(args: argparse.Namespace, loaded, batch: int = 0, longest: int = 0):
     """E for the `loaded` (_load) target, once the memory estimate of the embedding (and
     of a verification on `batch` inputs up to length `longest`) passed; and its seconds."""
-    from compiler.universal import budget
-    from compiler.universal.embed import embed
+    from compiler.universal import budget, embed_target as embed
 
     ut, spec, _, model = loaded
     what = f"embedding a target in the {spec.kind} universal transformer ({_describe(spec.shape)})"
@@ -284,9 +274,7 @@ def _load_embedding(path: str, embedding):
     (checked from its header before its data is read), finite."""
     from dataclasses import replace
 
-    from compiler.weights import WeightsError
-    from compiler.weights_files import NpyFile
-    from compiler.weights_format import in_file
+    from compiler import NpyFile, WeightsError, in_file
 
     try:
         with NpyFile(path, "embedding") as stored:
@@ -321,7 +309,7 @@ def parse_lengths(text: str) -> range | tuple[int, ...]:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from compiler.universal.verify import verify
+    from compiler.universal import verify_embedding as verify
 
     loaded = _load(args)
     ut, _, model, target = loaded
@@ -351,7 +339,7 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def _verify_compiled(args: argparse.Namespace, loaded) -> int:
     """verify for a compiled model: every input of its domain (exhaustive.py)."""
-    from compiler.universal.exhaustive import check_domain_size, check_every_input
+    from compiler.universal import check_domain_size, check_every_input
 
     if args.lengths is not None or args.seed is not None:
         raise UsageError("--lengths and --seed choose random inputs; a compiled model is "
@@ -387,7 +375,7 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
     """The s-op to compare with (--program/--name, else the compile record's program file
     and name when that file is there) and a line saying which; None if there is none."""
-    from compiler.tracr_backend.runtime import compile_info
+    from compiler import compile_info
 
     from .compile import load_sop
 

@@ -18,7 +18,6 @@ row (one row = one input's sequence, LANGUAGE.md 6.2).
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Iterable
 
 import numpy as np
@@ -81,16 +80,22 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([p.astype(object) for p in parts])
 
 
-# Mixed int/float object columns whose float64 values are already known (aggregate builds
-# them), so that `float_view` need not scan them again: id -> (weak ref, float64 values).
-_KNOWN_FLOATS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+class MixedNumericColumn(np.ndarray):
+    """An object column of ints (within 2^53) and floats that carries its float64 values,
+    known when aggregate built it, so that `float_view` need not scan it again. Never
+    written after it is built. Arrays derived from it (views, slices, ufunc results) are
+    instances too but carry nothing: NumPy does not copy instance attributes, so they
+    see the class default None."""
+
+    as_float: np.ndarray | None = None
 
 
 def mixed_numeric(arr: np.ndarray, as_float: np.ndarray) -> np.ndarray:
-    """Record that object column `arr` (ints within 2^53 and floats) equals `as_float`."""
-    key = id(arr)
-    _KNOWN_FLOATS[key] = (weakref.ref(arr, lambda _: _KNOWN_FLOATS.pop(key, None)), as_float)
-    return arr
+    """Object column `arr` (ints within 2^53 and floats), carrying its float64 values
+    `as_float`."""
+    column = arr.view(MixedNumericColumn)
+    column.as_float = as_float
+    return column
 
 
 def float_view(arr: np.ndarray) -> np.ndarray | None:
@@ -99,9 +104,9 @@ def float_view(arr: np.ndarray) -> np.ndarray | None:
     ints (`/`, comparisons, `round`, arithmetic with a float column) use it."""
     if arr.dtype != object:
         return None
-    known = _KNOWN_FLOATS.get(id(arr))
-    if known is not None and known[0]() is arr:
-        return known[1]
+    known = getattr(arr, "as_float", None)
+    if known is not None:
+        return known
     flat = arr.ravel()
     if not set(map(type, flat)) <= _NUMERIC:
         return None
