@@ -5,7 +5,7 @@ import argparse
 import json
 
 from .inputs import parse_input
-from .program import add_sandbox_option, load_named_node
+from .program import add_sandbox_option, load_named_node, load_program
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,15 +58,15 @@ def run_analyse(args: argparse.Namespace) -> int:
 def run_draw(args: argparse.Namespace) -> int:
     from ..analyse import analyse
     from ..draw import drawing, render
-    from ..evaluate import evaluate
     from ..graph import ancestors
 
-    _, node = load_named_node(args.file, args.name, strict=args.strict, sandbox=args.sandbox)
+    program = load_program(args.file, strict=args.strict, sandbox=args.sandbox)
+    _, node = program.node(args.name)
     analysis = analyse(node)
     values = None
     if args.input is not None:
         nodes = list(ancestors(node))
-        (results,) = evaluate(nodes, [parse_input(args.input)])
+        (results,) = program.evaluate_nodes(nodes, [parse_input(args.input)])
         values = dict(zip(nodes, results))
     path, renderer = render(drawing(analysis, values), args.output)
     print(f"wrote {path} ({renderer})")

@@ -133,17 +133,15 @@ Columns = Callable[[list, int], Iterator[tuple[list[int], Any]]]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from ..evaluate import evaluate_groups
-    from .program import load_named_node
+    from .program import load_program
 
-    name, node = load_named_node(args.file, args.name, exact=args.exact, strict=args.strict,
-                                 sandbox=args.sandbox)
+    program = load_program(args.file, exact=args.exact, strict=args.strict,
+                           sandbox=args.sandbox)
+    name = program.node(args.name)[0]  # a missing name fails before any input runs
 
     def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
-        for ids, arrays in evaluate_groups([node], inputs, exact=args.exact,
-                                           memory_limit_bytes=args.memory_limit,
-                                           first_index=first_index):
-            yield ids, arrays[node]
+        return program.evaluate_groups(inputs, name, memory_limit=args.memory_limit,
+                                       first_index=first_index)
 
     return name, columns
 
