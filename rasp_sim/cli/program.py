@@ -1,20 +1,11 @@
-"""Running a program file for a command, and the `--sandbox` option of every command
-that runs program files."""
+"""Running a program file for a command (in run mode), confined by `--sandbox`."""
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from ..graph import Node
 from ..program import Program
 from ..repl_session import Session
-
-
-def add_sandbox_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sandbox", action="store_true",
-                        help="for programs you did not write: `load` reads only .rasp files "
-                        "in the program's folder (subfolders included) and the bundled "
-                        "library; paths that escape it (.., absolute, symlinks) are refused")
 
 
 def sandbox_folder(file: str | None, sandbox: bool) -> Path | None:
@@ -28,7 +19,7 @@ def sandbox_folder(file: str | None, sandbox: bool) -> Path | None:
 def load_program(file: str, *, exact: bool = False, strict: bool = False,
                  sandbox: bool = False) -> Program:
     """Run `file` in run mode (no running example; what its statements display goes to
-    stdout). `sandbox`: see `add_sandbox_option`."""
+    stdout). `sandbox`: see rasp_sim.cli.options.add_sandbox_option."""
     return Session(exact=exact, strict=strict,
                    sandbox=sandbox_folder(file, sandbox)).run_file(file)
 

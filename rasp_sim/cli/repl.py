@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 from ..errors import RaspError
 from .program import sandbox_folder
-from .run import add_language_options
+from .options import add_language_options
 
 if TYPE_CHECKING:  # imported by the handler: `rasp-sim --help` stays light
     from ..repl_session import ReplSession
