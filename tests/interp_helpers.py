@@ -32,5 +32,7 @@ def on(node: Any, example: Any, *, exact: bool = False) -> list:
 
 
 def sop(text: str, example: Any, name: str = "x", **options: Any) -> list:
-    """Run `text`, then evaluate the s-op/selector bound to `name` on `example`."""
-    return on(value(text, name, **options), example, exact=options.get("exact", False))
+    """Run `text`, then evaluate the s-op/selector bound to `name` on `example` (in the
+    mode the program was built in)."""
+    (values,) = run(text, **options).program("t.rasp").evaluate([example], name)
+    return values
