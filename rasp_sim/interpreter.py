@@ -2,31 +2,29 @@
 
 Public API:
 
-- `Interpreter(*, exact=False, strict=False, repl=False, output=None, example=None,
-  sandbox=None)`
+- `Interpreter(*, exact=False, strict=False, example=None, sandbox=None, host=None)`
   - `exact`: float literals are Fractions and atom arithmetic is exact (`1/3*3 == 1`);
   - `strict`: no extensions (`exp`, `sum`, `aggregate (` ...: "Undefined variable");
-  - `repl`: REPL mode (LANGUAGE.md 6.14): every s-op/selector subexpression is checked
-    on the running example, a failing definition is not bound, and every
-    statement displays its result; otherwise *run mode*: no check, and only expression
-    statements, `draw` and `show example` display;
-  - `output`: a callable taking one line of text, or a stream with `write`; default stdout;
-  - `example`: the running example; by default "hello" in the REPL, and none in run
-    mode until the program runs `set example`;
+  - `example`: the running example; none until the program runs `set example`;
   - `sandbox`: a folder: `load` reads only `.rasp` files inside it (subfolders included)
-    or in the bundled library, after resolving symlinks and `..` (`--sandbox`).
+    or in the bundled library, after resolving symlinks and `..` (`--sandbox`);
+  - `host`: who hears what the statements do (`Host`): the REPL's definition check and
+    the display of results live there (`rasp_sim.repl_session`); by default nothing is
+    checked or shown.
 - `run_source(text, file)`, `run_file(path)`: run a whole program in the top scope
-  (files are read by `rasp_sim.program_files.read_program`).
+  (files are read by `rasp_sim.program_files.read_program`) and return it as a
+  `rasp_sim.program.Program`, which evaluates in the mode it was built in.
 - `execute(statement)`: run one parsed statement in the top scope (the REPL's entry).
 - `lookup(name)`: a top-level binding (RaspNameError if unbound).
 - `last_assigned_name`: the name of the last top-level assignment, or None.
-- `sop_example`, `selector_example`: the running examples; `exit_requested` after `exit`.
+- `sop_example`, `selector_example`: the running examples; `settings`: the display
+  switches the program set; `exit_requested` after `exit`.
+- `values_on(node, example)`: a node's values on one input, as applications compute them.
 - `draw_hook`: optional callable `(sop, input)` called by `draw(...)` statements.
 
 Every RaspError raised carries the span of the AST node at fault. The atom and operator
 rules come from `rasp_sim.semantics` and `rasp_sim.operations`; evaluation of
-graph nodes from `rasp_sim.evaluate`; the REPL's incremental definition check from
-`rasp_sim.definition_check`.
+graph nodes from `rasp_sim.evaluate`.
 """
 from __future__ import annotations
 
@@ -35,23 +33,24 @@ import functools
 import importlib.resources
 import os
 import sys
+from collections import ChainMap
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, ContextManager, Iterator
 
 from . import ast
 from . import graph
 from . import operations
-from .definition_check import DefinitionCheck
-from .display import Display, DisplaySettings
-from .environment import BASE_RESERVED, Environment, is_exported
+from .display import DisplaySettings
+from .environment import BASE_RESERVED, Environment
 from .errors import (
     RaspError, RaspLoadError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span,
     source_line,
 )
 from .evaluate import evaluate_one
 from .parser import parse
+from .program import Program
 from .program_files import read_program, sandbox_refusal
 from .values import (
     Applied, Function, describe, is_atom, is_graph, kind_name, set_display_name,
@@ -78,13 +77,54 @@ def _library_folder() -> Path | None:
 
 
 @dataclass
-class _Result:
+class Result:
     """What a statement produced for display: a named value, an application's values,
-    or the running example(s)."""
+    the running example(s), or (in a loaded file at the REPL) an error."""
 
     kind: str  # "named" | "applied" | "example" | "error"
     name: str | None = None
     value: Any = None
+
+
+class Host:
+    """Whoever runs an interpreter and hears what its statements do: the REPL's
+    definition check (LANGUAGE.md 6.14) and the display of results
+    (`rasp_sim.repl_session`). This default checks and shows nothing, for programs run
+    only for their graph (the library, compile)."""
+
+    # Whether `built`, `verify`, `enter_statement`, `leave_statement` and `on_input` are
+    # called (the standard library is never checked).
+    checking = False
+
+    def enter_statement(self) -> None:
+        """A statement (top-level, in a function body or loop, in a loaded file) starts."""
+
+    def leave_statement(self) -> None:
+        """The statement `enter_statement` announced has ended (or failed)."""
+
+    def built(self, node: graph.Node, span: Span) -> None:
+        """The expression at `span` built the s-op or selector `node`."""
+
+    def verify(self) -> None:
+        """The current statement has built all its values and is about to take effect."""
+
+    def on_input(self, example: Any) -> ContextManager[None]:
+        """Values built within are built for the application to `example`."""
+        return contextlib.nullcontext()
+
+    def known_values(self, node: graph.Node, example: Any) -> list | None:
+        """`node`'s values on `example` if already known (else None: evaluated anew)."""
+        return None
+
+    def show(self, statement: ast.Statement, results: list[Result]) -> None:
+        """A top-level statement ran and produced `results`."""
+
+    def load_failed(self, error: RaspError) -> Result:
+        """A statement of a loaded file failed: raise, or a Result for the load to go on."""
+        raise error
+
+    def loaded(self, results: list[Result]) -> None:
+        """A `load` ran the file whose statements produced `results`."""
 
 
 class _Exit(Exception):
@@ -97,31 +137,20 @@ class Interpreter:
         *,
         exact: bool = False,
         strict: bool = False,
-        repl: bool = False,
-        output: Callable[[str], Any] | TextIO | None = None,
         example: Any = None,
         sandbox: str | os.PathLike | None = None,
+        host: Host | None = None,
     ):
         self.exact = exact
         self.strict = strict
-        self.repl = repl
-        self._write = _writer(output)
-        if example is None and repl:
-            example = "hello"  # run mode has no running example unless the program sets one
+        self.host = Host() if host is None else host
         self.sop_example: Any = example
         self.selector_example: Any = example
         self.settings = DisplaySettings()
-        self.display = Display(self.settings, self._run_graph, example, example)
         self.last_assigned_name: str | None = None
         self.exit_requested = False
         self.draw_hook: Callable[[graph.SOp, Any], None] | None = None
-        self._backup_example: Any = None  # the input of an enclosing `e(input)` (6.14)
-        self._checking = repl
-        # Graph values built by each statement being executed (innermost last), with the
-        # application input in force when they were built; checked by `_verify`.
-        self._pending: list[list[tuple[graph.Node, Any, Span]]] = []
-        self._main_check = DefinitionCheck(exact=exact)
-        self._input_check = DefinitionCheck(exact=exact)
+        self._checking = False  # the library is known good: the host checks what follows
         self._depth = 0
         self._call_sites: list[Span] = []  # the spans of the calls being run, innermost last
         self._user_file: str | None = None  # the file of the top-level statement being run
@@ -129,6 +158,7 @@ class Interpreter:
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
         self._sandbox = None if sandbox is None else Path(sandbox).resolve()
         self._make_environments()
+        self._checking = self.host.checking
 
     # ------------------------------------------------------------------ environments
 
@@ -142,12 +172,8 @@ class Interpreter:
         # The library runs like a loaded file whose exports go to the base environment.
         self.base = Environment(values_env, name="base")
         library_env = Environment(values_env, name="rasplib", exporter=self.base)
-        checking, self._checking = self._checking, False  # the library is known good
-        try:
-            for statement in _stdlib_program().statements:
-                self._exec(statement, library_env)
-        finally:
-            self._checking = checking
+        for statement in _stdlib_program().statements:
+            self._exec(statement, library_env)
         library_names = frozenset(self.base.variables)
         self.base.bind("tokens", values_env.variables["tokens_str"])
         self.top = Environment(
@@ -170,8 +196,9 @@ class Interpreter:
 
     # ------------------------------------------------------------------ running
 
-    def run_source(self, text: str, file: str = "<input>") -> None:
-        """Parse and run a whole program in the top-level scope."""
+    def run_source(self, text: str, file: str = "<input>") -> Program:
+        """Parse and run a whole program in the top-level scope; the program as it stands
+        afterwards."""
         program = parse(text, file, strict=self.strict)
         self._files.append(Path(file))
         try:
@@ -181,12 +208,21 @@ class Interpreter:
                     break
         finally:
             self._files.pop()
+        return self.program(file)
 
-    def run_file(self, path: str | os.PathLike) -> None:
-        self.run_source(read_program(path), str(path))
+    def run_file(self, path: str | os.PathLike) -> Program:
+        return self.run_source(read_program(path), str(path))
+
+    def program(self, source: str) -> Program:
+        """The top-level names as they stand now, with the mode they were built in. The
+        base scopes never change after the library is loaded, so only the top scope is
+        copied."""
+        values = ChainMap(dict(self.top.variables), *_scope_chain(self.base))
+        return Program(source=source, values=values, last_name=self.last_assigned_name,
+                       exact=self.exact, strict=self.strict)
 
     def execute(self, statement: ast.Statement) -> None:
-        """Run one statement in the top-level scope and display what it produced."""
+        """Run one statement in the top-level scope and let the host show its results."""
         self._user_file = statement.span.file
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
@@ -198,54 +234,40 @@ class Interpreter:
             raise RaspResourceError(
                 "Python recursion limit reached (the program nests too deeply)", statement.span
             ) from None
-        for result in results:
-            if self.repl or result.kind != "named" or isinstance(statement, ast.ExprStatement):
-                self._show(result)
+        self.host.show(statement, results)
 
-    # ------------------------------------------------------------------ display
-
-    def _show(self, result: _Result) -> None:
-        self.display.sop_example = self.sop_example
-        self.display.selector_example = self.selector_example
-        if result.kind == "named":
-            lines = self.display.named(result.name, result.value)
-        elif result.kind == "applied":
-            lines = self.display.applied(result.value)
-        elif result.kind == "example":
-            lines = self.display.example(result.name)
-        else:
-            lines = ["\t\t!!ignoring input:", "\t " + result.value.format()]
-        for line in lines:
-            self._write(line)
-
-    def _run_graph(self, node: graph.Node, example: Any) -> list:
-        """`node`'s values on one input: a list of atoms, or rows of bools. On the
-        running example, the definition check's known values are reused."""
-        if example is self.sop_example:
-            return self._main_check.values(node, example)
+    def values_on(self, node: graph.Node, example: Any) -> list:
+        """`node`'s values on one input: a list of atoms, or rows of bools (values the
+        host already knows are reused)."""
+        known = self.host.known_values(node, example)
+        if known is not None:
+            return known
         return evaluate_one(node, _as_input(example), exact=self.exact)
 
     # ------------------------------------------------------------------ statements
 
-    def _exec(self, statement: ast.Statement, env: Environment) -> list[_Result]:
+    def _exec(self, statement: ast.Statement, env: Environment) -> list[Result]:
         method = _STATEMENTS[type(statement)]
-        self._pending.append([])
+        checking = self._checking
+        if checking:
+            self.host.enter_statement()
         try:
             return method(self, statement, env)
         except RaspError as error:
             raise error.with_span(statement.span)
         finally:
-            self._pending.pop()
+            if checking:
+                self.host.leave_statement()
 
-    def _exec_expr_statement(self, node: ast.ExprStatement, env: Environment) -> list[_Result]:
+    def _exec_expr_statement(self, node: ast.ExprStatement, env: Environment) -> list[Result]:
         value = self._eval(node.expr, env)
         self._verify()
         if isinstance(value, Applied) and isinstance(node.expr, ast.Call):
-            return [_Result("applied", value=value)]
+            return [Result("applied", value=value)]
         name = node.expr.id if isinstance(node.expr, ast.Name) else "out"
-        return [_Result("named", name, value)]
+        return [Result("named", name, value)]
 
-    def _exec_assign(self, node: ast.Assign, env: Environment) -> list[_Result]:
+    def _exec_assign(self, node: ast.Assign, env: Environment) -> list[Result]:
         values = [self._eval(v, env) for v in node.values]
         self._verify()
         value: Any = values[0] if len(values) == 1 else values
@@ -266,19 +288,19 @@ class Interpreter:
                 env.bind(name, v)
                 if is_graph(v):
                     set_display_name(v, name)
-                results.append(_Result("named", name, v))
+                results.append(Result("named", name, v))
         finally:
             self._assigning = False
         return results
 
-    def _exec_def(self, node: ast.FunctionDef, env: Environment) -> list[_Result]:
+    def _exec_def(self, node: ast.FunctionDef, env: Environment) -> list[Result]:
         function = Function(
             node.name, node.params, node.body, node.returns, env, env.name, node.span
         )
         env.bind(node.name, function)
-        return [_Result("named", node.name, function)]
+        return [Result("named", node.name, function)]
 
-    def _exec_for(self, node: ast.For, env: Environment) -> list[_Result]:
+    def _exec_for(self, node: ast.For, env: Environment) -> list[Result]:
         iterable = self._eval(node.iterable, env)
         self._verify()
         if not isinstance(iterable, (list, dict)):
@@ -291,11 +313,11 @@ class Interpreter:
                 self._exec(statement, env)
         return []
 
-    def _exec_load(self, node: ast.Load, env: Environment) -> list[_Result]:
+    def _exec_load(self, node: ast.Load, env: Environment) -> list[Result]:
         self._load(node.name, env, node.span)
         return []
 
-    def _exec_draw(self, node: ast.Draw, env: Environment) -> list[_Result]:
+    def _exec_draw(self, node: ast.Draw, env: Environment) -> list[Result]:
         if node.input is not None:
             example = self._eval(node.input, env)
         elif self.sop_example is None:
@@ -313,9 +335,9 @@ class Interpreter:
         applied = self._apply(value, example)
         if self.draw_hook is not None:
             self.draw_hook(value, example)
-        return [_Result("applied", value=applied)]
+        return [Result("applied", value=applied)]
 
-    def _exec_set_example(self, node: ast.SetExample, env: Environment) -> list[_Result]:
+    def _exec_set_example(self, node: ast.SetExample, env: Environment) -> list[Result]:
         # The original evaluates the example in the top-level scope, even inside a file.
         example = self._eval(node.example, self.top)
         self._verify()
@@ -327,21 +349,21 @@ class Interpreter:
             self.selector_example = example
         return []
 
-    def _exec_show_example(self, node: ast.ShowExample, env: Environment) -> list[_Result]:
-        return [_Result("example", node.target)]
+    def _exec_show_example(self, node: ast.ShowExample, env: Environment) -> list[Result]:
+        return [Result("example", node.target)]
 
-    def _exec_examples_toggle(self, node: ast.ExamplesToggle, env: Environment) -> list[_Result]:
+    def _exec_examples_toggle(self, node: ast.ExamplesToggle, env: Environment) -> list[Result]:
         if node.target in ("both", "s-op"):
             self.settings.sop_examples = node.on
         if node.target in ("both", "selector"):
             self.settings.selector_examples = node.on
         return []
 
-    def _exec_full_seq(self, node: ast.FullSeqDisplay, env: Environment) -> list[_Result]:
+    def _exec_full_seq(self, node: ast.FullSeqDisplay, env: Environment) -> list[Result]:
         self.settings.full_seq = node.on
         return []
 
-    def _exec_exit(self, node: ast.Exit, env: Environment) -> list[_Result]:
+    def _exec_exit(self, node: ast.Exit, env: Environment) -> list[Result]:
         raise _Exit()
 
     # ------------------------------------------------------------------ load
@@ -392,50 +414,29 @@ class Interpreter:
         saved = (self.settings.sop_examples, self.settings.selector_examples)
         self.settings.sop_examples = self.settings.selector_examples = False
         self._files.append(path)
-        results: list[_Result] = []
+        results: list[Result] = []
         try:
             for statement in program.statements:
                 try:
-                    for result in self._exec(statement, file_env):
-                        if result.kind != "named" or is_exported(result.name):
-                            results.append(result)
+                    results += self._exec(statement, file_env)
                 except _Exit:
                     break
                 except RaspError as error:
-                    if not self.repl:
-                        raise
-                    results.append(_Result("error", value=error))  # the load goes on
-            if self.repl:
-                self._show_load_results(results)
+                    results.append(self.host.load_failed(error))
+            self.host.loaded(results)
         finally:
             self._files.pop()
             self.settings.sop_examples, self.settings.selector_examples = saved
 
-    def _show_load_results(self, results: list[_Result]) -> None:
-        """The original prints the last binding of each exported name, or every binding
-        if any statement failed."""
-        if not any(r.kind == "error" for r in results):
-            seen: set[str] = set()
-            kept = []
-            for r in reversed(results):
-                if r.kind == "named":
-                    if r.name in seen:
-                        continue
-                    seen.add(r.name)
-                kept.append(r)
-            results = kept[::-1]
-        for result in results:
-            self._show(result)
-
     # ------------------------------------------------------------------ expressions
 
     def _eval(self, expr: ast.Expr, env: Environment) -> Any:
-        """Evaluate `expr`, check a new s-op/selector on the running example (REPL mode),
-        and rebind `out` (6.14)."""
+        """Evaluate `expr`, report a new s-op/selector to the host's check, and rebind
+        `out` (6.14)."""
         try:
             value = _EXPRESSIONS[type(expr)](self, expr, env)
             if self._checking and is_graph(value):
-                self._pending[-1].append((value, self._backup_example, expr.span))
+                self.host.built(value, expr.span)
         except RaspError as error:
             raise error.with_span(expr.span)
         if not (isinstance(value, Applied) and isinstance(expr, ast.Call)):
@@ -443,44 +444,17 @@ class Interpreter:
         return value
 
     def _verify(self) -> None:
-        """The definition check (6.14) of the graph values the current statement built,
-        run before the statement has any effect.
-
-        The original checks each subexpression as soon as it is built; checking them
-        together at the end of the statement (and of each statement in a function body
-        or loop) accepts and rejects the same statements, and evaluates the shared graph
-        once instead of once per subexpression. A value built inside `e(input)` passes if
-        it evaluates on `input` or, failing that, on the running example."""
-        if not self._checking:
-            return
-        pending, self._pending[-1] = self._pending[-1], []
-        first: dict[int, tuple[graph.Node, Any, Span]] = {}
-        for entry in pending:
-            first.setdefault(id(entry[0]), entry)
-        unique = list(first.values())
-        self._check_on([e for e in unique if e[1] is None], self.sop_example)
-        for entry in unique:  # rare: built inside an application
-            if entry[1] is None:
-                continue
-            try:
-                self._check_on([entry], entry[1])
-            except RaspError as on_input:
-                try:
-                    self._check_on([entry], self.sop_example)
-                except RaspError:
-                    raise on_input from None
-
-    def _check_on(self, entries: list[tuple[graph.Node, Any, Span]], example: Any) -> None:
-        if entries and example is not None:
-            checker = self._main_check if example is self.sop_example else self._input_check
-            checker.check([(node, span) for node, _, span in entries], example)
+        """The current statement has built its values: the host's check runs before the
+        statement has any effect."""
+        if self._checking:
+            self.host.verify()
 
     def _with_backup(self, example: Any, compute: Callable[[], Any]) -> Any:
-        saved, self._backup_example = self._backup_example, example
-        try:
+        """`compute()`, whose values are built for the application to `example` (6.14)."""
+        if not self._checking:
             return compute()
-        finally:
-            self._backup_example = saved
+        with self.host.on_input(example):
+            return compute()
 
     def _eval_int(self, node: ast.IntLiteral, env: Environment) -> Any:
         return node.value
@@ -565,7 +539,7 @@ class Interpreter:
 
     def _apply(self, node: graph.Node, example: Any) -> Applied:
         kind = "s-op" if isinstance(node, graph.SOp) else "selector"
-        return Applied(self._run_graph(node, example), kind, example)
+        return Applied(self.values_on(node, example), kind, example)
 
     def _call_function(self, function: Function, args: list, span: Span) -> Any:
         if len(args) != len(function.params):
@@ -716,15 +690,14 @@ def _as_input(example: Any) -> Any:
     return example if isinstance(example, str) else list(example)
 
 
-def _writer(output: Callable[[str], Any] | TextIO | None) -> Callable[[str], Any]:
-    if output is None:
-        return lambda line: print(line)
-    if hasattr(output, "write"):
-        return lambda line: output.write(line + "\n")
-    return output
+def _scope_chain(env: Environment | None) -> Iterator[dict[str, Any]]:
+    """The variables of `env` and of each of its parents, innermost first."""
+    while env is not None:
+        yield env.variables
+        env = env.parent
 
 
-_STATEMENTS: dict[type, Callable[..., list[_Result]]] = {
+_STATEMENTS: dict[type, Callable[..., list[Result]]] = {
     ast.ExprStatement: Interpreter._exec_expr_statement,
     ast.Assign: Interpreter._exec_assign,
     ast.FunctionDef: Interpreter._exec_def,
@@ -757,4 +730,3 @@ _EXPRESSIONS: dict[type, Callable[..., Any]] = {
     ast.Aggregate: Interpreter._eval_aggregate,
     ast.BuiltinCall: Interpreter._eval_builtin,
 }
-

@@ -12,7 +12,7 @@ resulting s-op on a batch of inputs:
 `expr` is any RASP expression over the names the library exports; it is evaluated in a
 fresh top-level scope after `load "<file>";` for each file in `files`. Interpreters are
 cached per (files, exact, strict), so building many instances costs one load; built
-graphs are cached per expression. `exact=True` interprets float literals as Fractions and
+programs (`program(expr)`, a `rasp_sim.program.Program`) are cached per expression. `exact=True` interprets float literals as Fractions and
 evaluates with exact rational arithmetic; `strict=True` disables every extension, which
 makes the library load programs/strict/numerics.rasp (see programs/numerics.rasp).
 Errors are `RaspError`s with spans, as from the interpreter and evaluator.
@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 from . import graph
 from .analyse import analyse
-from .evaluate import evaluate
 from .interpreter import Interpreter
+from .program import Program
 
 DEFAULT_FILES: tuple[str, ...] = ("classic", "attention")  # attention loads linalg
 
@@ -36,27 +36,32 @@ _RESULT = "library_result"
 @functools.lru_cache(maxsize=8)
 def interpreter(files: tuple[str, ...] = DEFAULT_FILES, exact: bool = False,
                 strict: bool = False) -> Interpreter:
-    """A run-mode interpreter with `files` loaded (cached; do not rebind its names)."""
-    it = Interpreter(exact=exact, strict=strict, output=lambda line: None)
+    """An interpreter with `files` loaded (cached; do not rebind its names)."""
+    it = Interpreter(exact=exact, strict=strict)
     for name in files:
         it.run_source(f'load "{name}";', file=f"<load {name}>")
     return it
 
 
 @functools.lru_cache(maxsize=4096)
+def program(expr: str, files: tuple[str, ...] = DEFAULT_FILES, exact: bool = False,
+            strict: bool = False) -> Program:
+    """The program that binds `expr` once the library `files` are loaded."""
+    return interpreter(files, exact, strict).run_source(f"{_RESULT} = {expr};",
+                                                        file=f"<{expr}>")
+
+
 def build(expr: str, files: tuple[str, ...] = DEFAULT_FILES, exact: bool = False,
           strict: bool = False) -> graph.Node:
     """The graph node `expr` denotes once the library `files` are loaded."""
-    it = interpreter(files, exact, strict)
-    it.run_source(f"{_RESULT} = {expr};", file=f"<{expr}>")
-    return it.lookup(_RESULT)
+    return program(expr, files, exact, strict).node(_RESULT)[1]
 
 
 def run(expr: str, inputs: Sequence[Any], *, files: tuple[str, ...] = DEFAULT_FILES,
         exact: bool = False, strict: bool = False) -> list[list[Any]]:
-    """`expr`'s value on each input (a list of atoms per input)."""
-    node = build(expr, files, exact, strict)
-    return [row[0] for row in evaluate([node], inputs, exact=exact)]
+    """`expr`'s value on each input (a list of atoms per input), computed in the mode
+    the expression was built in."""
+    return program(expr, files, exact, strict).evaluate(inputs, _RESULT)
 
 
 def cost(expr: str, files: tuple[str, ...] = DEFAULT_FILES,

@@ -6,13 +6,15 @@ from typing import Any
 from rasp_sim import graph
 from rasp_sim.evaluate import evaluate
 from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession, Session
 
 
 def run(text: str, *, file: str = "t.rasp", **options: Any) -> Interpreter:
-    """A fresh interpreter (run mode unless `repl=True`) that has run `text`.
-    Printed lines are collected in `interpreter.lines`."""
+    """A fresh interpreter with a session (run mode unless `repl=True`) that has run
+    `text`. Printed lines are collected in `interpreter.lines`."""
     lines: list[str] = []
-    interpreter = Interpreter(output=lines.append, **options)
+    kind = ReplSession if options.pop("repl", False) else Session
+    interpreter = kind(output=lines.append, **options).interpreter
     interpreter.lines = lines  # type: ignore[attr-defined]
     interpreter.run_source(text, file)
     return interpreter
@@ -30,5 +32,7 @@ def on(node: Any, example: Any, *, exact: bool = False) -> list:
 
 
 def sop(text: str, example: Any, name: str = "x", **options: Any) -> list:
-    """Run `text`, then evaluate the s-op/selector bound to `name` on `example`."""
-    return on(value(text, name, **options), example, exact=options.get("exact", False))
+    """Run `text`, then evaluate the s-op/selector bound to `name` on `example` (in the
+    mode the program was built in)."""
+    (values,) = run(text, **options).program("t.rasp").evaluate([example], name)
+    return values

@@ -13,7 +13,7 @@ from cli_helpers import run_cli, write
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
 from rasp_sim.errors import RaspNameError
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -144,7 +144,7 @@ def test_repl_session_checks_definitions_on_the_running_example():
     out = io.StringIO()
     lines = iter(['set example "hi"', "y = tokens_int + 1;", "z = tokens +", '"!";',
                   "z;", "y;", "exit", "never = 1;"])
-    interpreter = Interpreter(repl=True, output=out.write)
+    interpreter = ReplSession(output=out.write)
     session(interpreter, lambda prompt: next(lines, None), out)
     text = out.getvalue()
     assert "invalid literal for int()" in text  # y's definition fails on "hi" ...

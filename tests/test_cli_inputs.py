@@ -15,6 +15,7 @@ from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
 from rasp_sim.evaluate import evaluate
 from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 from rasp_sim.limits import MAX_INT_BITS, MAX_INT_DIGITS
 
 DIVIDE = "x = 6 / (tokens_int - 1);\n"
@@ -198,7 +199,7 @@ def test_repl_displays_a_list_nested_600_deep():
     out = io.StringIO()
     lines = iter(["def f(n) {", "  return [f(n - 1)] if n > 0 else 0;", "}",
                   "x = f(600);", "after = 1;"])
-    session(Interpreter(repl=True, output=out.write), lambda prompt: next(lines, None), out)
+    session(ReplSession(output=out.write), lambda prompt: next(lines, None), out)
     text = out.getvalue()
     assert text.count("list:") == 600 and "Recursion" not in text
     assert "value: after =  1" in text  # the session went on
@@ -216,7 +217,7 @@ def test_big_integers_print_in_text_json_and_the_repl(capsys, tmp_path):
     assert code == 0 and json.loads(out)["output"] == [10 ** 5000, 10 ** 5000 + 1]
     text = io.StringIO()
     lines = iter(["y = indices + 10 ^ 5000;", "z = 2 ^ 20000;", "after = 1;"])
-    session(Interpreter(repl=True, output=text.write), lambda prompt: next(lines, None), text)
+    session(ReplSession(output=text.write), lambda prompt: next(lines, None), text)
     assert f"[{10 ** 5000}, {10 ** 5000 + 1}" in text.getvalue()
     assert f"value: z =  {2 ** 20000}" in text.getvalue()
     assert "value: after =  1" in text.getvalue()

@@ -12,7 +12,7 @@ import pytest
 import rasp_sim.cli.run as run_module
 from cli_helpers import write
 from rasp_sim.cli import COMMANDS, build_parser, main
-from rasp_sim.cli.run import MAX_SIZE, parse_size
+from rasp_sim.cli.options import MAX_SIZE, parse_size
 
 
 

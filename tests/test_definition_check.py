@@ -13,6 +13,7 @@ from rasp_sim.definition_check import DefinitionCheck
 from rasp_sim.errors import RaspError
 from rasp_sim.evaluate import evaluate
 from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 from rasp_sim.parser import parse
 
 from program_strategy import programs
@@ -32,7 +33,7 @@ def _outcome(compute) -> Any:
 
 
 def _built_nodes(text: str) -> list[graph.Node]:
-    interpreter = Interpreter(output=lambda line: None)
+    interpreter = Interpreter()
     try:
         program = parse(text, "p.rasp")
     except RaspError:
@@ -92,9 +93,10 @@ def test_incremental_check_agrees_on_library_chains(text: str, example: list, rn
 
 
 def test_known_values_are_reused_and_reset_with_the_example() -> None:
-    interpreter = Interpreter(repl=True, output=lambda line: None)
+    repl = ReplSession(output=lambda line: None)
+    interpreter = repl.interpreter
     interpreter.run_source("set example [3, 1, 2]\ns = sort(tokens_int, tokens_int);", "c.rasp")
-    check = interpreter._main_check
+    check = repl._main_check
     node = interpreter.lookup("s")
     assert check.values(node, interpreter.sop_example) == [1, 2, 3]
     # a new example object starts afresh

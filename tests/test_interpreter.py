@@ -294,10 +294,9 @@ def test_for_loop_binds_in_enclosing_scope() -> None:
 
 
 def test_for_loop_partial_effects_persist() -> None:
-    lines: list[str] = []
     from rasp_sim.interpreter import Interpreter
 
-    interpreter = Interpreter(output=lines.append)
+    interpreter = Interpreter()
     with pytest.raises(RaspRuntimeError, match="division by zero"):
         interpreter.run_source("for i in [1, 0, 2] { q = 1 / i; }", "loop.rasp")
     assert interpreter.lookup("q") == 1.0 and interpreter.lookup("i") == 0
@@ -318,7 +317,7 @@ def test_multi_assignment() -> None:
 def test_multi_assignment_count_mismatch_binds_nothing() -> None:
     from rasp_sim.interpreter import Interpreter
 
-    interpreter = Interpreter(output=lambda line: None)
+    interpreter = Interpreter()
     with pytest.raises(RaspTypeError, match="expected 3 values, but got: 2"):
         interpreter.run_source("a, b, c = 1, 2;", "m.rasp")
     with pytest.raises(RaspNameError):

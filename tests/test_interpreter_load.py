@@ -74,7 +74,7 @@ def test_load_relative_to_the_loading_file(tmp_path: Path, monkeypatch: pytest.M
     write(tmp_path / "pkg", "helper", "h = 5;")
     main = write(tmp_path / "pkg", "main", 'load "helper";\nx = h;')
     monkeypatch.chdir(tmp_path)  # the cwd does not hold helper.rasp
-    interpreter = interpreter_module.Interpreter(output=lambda line: None)
+    interpreter = interpreter_module.Interpreter()
     interpreter.run_file(main)
     assert interpreter.lookup("x") == 5
 
@@ -124,7 +124,7 @@ def test_run_mode_loads_silently(in_tmp: Path) -> None:
 
 def test_a_file_that_loads_itself_is_a_load_cycle(in_tmp: Path) -> None:
     write(in_tmp, "self", 'x = 1;\nload "self";\n')
-    interpreter = interpreter_module.Interpreter(output=lambda line: None)
+    interpreter = interpreter_module.Interpreter()
     with pytest.raises(RaspLoadError) as info:
         interpreter.run_file("self.rasp")
     assert info.value.format().splitlines() == [
@@ -184,7 +184,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def sandboxed(project: Path, text: str) -> interpreter_module.Interpreter:
     """Run `text` as the program `project/main.rasp` under --sandbox."""
     main = write(project, "main", text)
-    interpreter = interpreter_module.Interpreter(output=lambda line: None, sandbox=project)
+    interpreter = interpreter_module.Interpreter(sandbox=project)
     interpreter.run_file(main)
     return interpreter
 
@@ -208,7 +208,7 @@ def test_sandbox_refuses_paths_that_escape(project: Path, name: str) -> None:
     assert f"is outside {project.resolve()} or " in message
     assert f"(resolves to {(project.parent / 'outside.rasp').resolve()})" in message
     # Without the sandbox the same program loads the file.
-    interpreter = interpreter_module.Interpreter(output=lambda line: None)
+    interpreter = interpreter_module.Interpreter()
     interpreter.run_file(project / "main.rasp")
     assert interpreter.lookup("o") == 1
 
@@ -217,7 +217,7 @@ def test_sandbox_refuses_a_symlink_out_and_never_shows_the_file(project: Path) -
     (project / "pw.rasp").symlink_to(project.parent / "secret.txt")
     # Without the sandbox, the syntax error quotes the other file's line: the leak.
     with pytest.raises(RaspError) as info:
-        interpreter_module.Interpreter(output=lambda line: None).run_file(
+        interpreter_module.Interpreter().run_file(
             write(project, "main", 'load "pw";\n'))
     assert SECRET in info.value.format()
     with pytest.raises(RaspLoadError) as info:

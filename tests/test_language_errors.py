@@ -112,7 +112,7 @@ def twice(x) {
 def run_with_helpers(tmp_path, main: str, **options: Any) -> Interpreter:
     (tmp_path / "helpers.rasp").write_text(HELPERS)
     (tmp_path / "main.rasp").write_text('load "helpers";\n' + main)
-    interpreter = Interpreter(output=lambda line: None, **options)
+    interpreter = Interpreter(**options)
     interpreter.run_file(tmp_path / "main.rasp")
     return interpreter
 

@@ -11,7 +11,7 @@ from rasp_sim.limits import MAX_COLLECTION_LENGTH, MAX_FRACTION_BITS
 
 
 def run(text: str) -> Interpreter:
-    interpreter = Interpreter(output=lambda line: None)
+    interpreter = Interpreter()
     interpreter.run_source(text, "limits.rasp")
     return interpreter
 
@@ -46,7 +46,7 @@ def test_huge_atoms_are_refused_before_they_are_built(expression, fragment):
 
 
 def test_exact_mode_checks_rational_powers():
-    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter = Interpreter(exact=True)
     with pytest.raises(RaspResourceError):
         interpreter.run_source("x = (3 / 2) ^ (10 ^ 8);\n", "limits.rasp")
     interpreter.run_source("y = (3 / 2) ^ 3;\n", "limits.rasp")
@@ -83,7 +83,7 @@ def _first_refused_line(first: Fraction, step, limit: int) -> int:
     ("x = x + 1 / x;", lambda x: x + 1 / x),
 ])
 def test_exact_mode_bounds_growing_rationals(step_text, step):
-    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter = Interpreter(exact=True)
     with pytest.raises(RaspResourceError) as info:
         interpreter.run_source(_chain("x = 1 / 3;", step_text), "chain.rasp")
     assert "would have a numerator or denominator of up to" in info.value.message
@@ -95,7 +95,7 @@ def test_exact_mode_bounds_growing_rationals(step_text, step):
 def test_exact_mode_bounds_rationals_in_sops_per_input():
     from rasp_sim.evaluate import evaluate
 
-    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter = Interpreter(exact=True)
     interpreter.run_source(_chain("y = tokens_int / 3;", "y = y * y;"), "chain.rasp")
     with pytest.raises(RaspResourceError) as info:
         evaluate([interpreter.lookup("y")], [[1], [2, 5]], exact=True)
@@ -108,7 +108,7 @@ def test_exact_mode_bounds_rationals_in_sops_per_input():
 def test_float_mode_is_untouched_by_the_rational_bound():
     from rasp_sim.evaluate import evaluate
 
-    interpreter = Interpreter(output=lambda line: None)
+    interpreter = Interpreter()
     interpreter.run_source(_chain("y = tokens_int / 3;", "y = y * y;"), "chain.rasp")
     assert evaluate([interpreter.lookup("y")], [[2, 5]])[0][0] == [0.0, float("inf")]
     interpreter.run_source(_chain("x = 1 / 3;", "x = x * x;"), "atoms.rasp")
@@ -122,14 +122,14 @@ def test_float_mode_is_untouched_by_the_rational_bound():
     ("4 ^ ((10 ^ 9 + 1) / 2)", "4 ^ (1000000001/2) would have a numerator or denominator of up to 1,000,000,001 bits"),
 ])
 def test_exact_mode_bounds_rational_powers(expression, fragment):
-    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter = Interpreter(exact=True)
     with pytest.raises(RaspResourceError) as info:
         interpreter.run_source(f"x = {expression};\n", "powers.rasp")
     assert fragment in info.value.message
 
 
 def test_exact_mode_small_rational_powers_are_computed():
-    interpreter = Interpreter(exact=True, output=lambda line: None)
+    interpreter = Interpreter(exact=True)
     interpreter.run_source("a = (4 / 9) ^ (3 / 2);\nb = (2 / 3) ^ -3;\nc = (1 / 3) ^ 1000;\n", "p.rasp")
     assert interpreter.lookup("a") == Fraction(8, 27)
     assert interpreter.lookup("b") == Fraction(27, 8)

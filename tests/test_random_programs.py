@@ -15,6 +15,7 @@ from rasp_sim import graph
 from rasp_sim.errors import RaspError
 from rasp_sim.evaluate import evaluate
 from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 from rasp_sim.parser import parse
 
 from program_strategy import programs
@@ -56,7 +57,7 @@ def _evaluate_bindings(interpreter: Interpreter, inputs: list[Any]) -> None:
 @settings(max_examples=200, deadline=None)
 @given(programs(), INPUTS, st.booleans())
 def test_run_mode_raises_only_rasp_errors(text: str, inputs: list[Any], exact: bool) -> None:
-    interpreter = Interpreter(exact=exact, output=lambda line: None)
+    interpreter = Interpreter(exact=exact)
     _run_each(interpreter, text)
     _evaluate_bindings(interpreter, inputs)
 
@@ -64,6 +65,6 @@ def test_run_mode_raises_only_rasp_errors(text: str, inputs: list[Any], exact: b
 @settings(max_examples=200, deadline=None)
 @given(programs(extensions=True, repl_statements=True), INPUTS)
 def test_repl_mode_raises_only_rasp_errors(text: str, inputs: list[Any]) -> None:
-    interpreter = Interpreter(repl=True, output=lambda line: None)
+    interpreter = ReplSession(output=lambda line: None).interpreter
     _run_each(interpreter, text)
     _evaluate_bindings(interpreter, inputs)

@@ -10,16 +10,16 @@ from lark.parsers.lalr_parser_state import ParserState
 from rasp_sim import definition_check
 from rasp_sim.cli.repl import session
 from rasp_sim.errors import RaspNameError
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 from rasp_sim.parser import _lark
 
 
 def run_session(lines: list, out: io.StringIO | None = None,
-                interpreter: Interpreter | None = None) -> tuple[Interpreter, str]:
+                interpreter: ReplSession | None = None) -> tuple[ReplSession, str]:
     """Feed `lines` to a REPL session printing to `out`; an exception instance in `lines`
     is raised by the line reader at that point (Ctrl-C at the prompt)."""
     out = out or io.StringIO()
-    interpreter = interpreter or Interpreter(repl=True, output=out)
+    interpreter = interpreter or ReplSession(output=out)
     feed = iter(lines)
 
     def read_line(prompt: str) -> str | None:
@@ -41,7 +41,7 @@ def test_a_pasted_definition_is_parsed_once_and_each_token_fed_a_bounded_number_
     lines = ["def f(x) {", *(f"    y{i} = x + {i};" for i in range(n)),
              f"    return y{n - 1};", "}", "z = f(indices);"]
     out = io.StringIO()
-    interpreter = Interpreter(repl=True, output=out)  # parses the standard library first
+    interpreter = ReplSession(output=out)  # parses the standard library first
     fed = []
     feed_token = ParserState.feed_token
     monkeypatch.setattr(ParserState, "feed_token",
@@ -74,7 +74,8 @@ def test_ctrl_c_during_evaluation_interrupts_the_statement_and_keeps_the_session
             interpreter.lookup(name)
     assert 'later("hello") = [2, 3, 4, 5, 6] (ints)' in text
     # Nothing of the interrupted statement is left half-done in the interpreter.
-    assert (interpreter._depth, interpreter._files, interpreter._pending) == (0, [], [])
+    assert (interpreter.interpreter._depth, interpreter.interpreter._files,
+            interpreter._pending) == (0, [], [])
 
 
 def test_ctrl_c_at_the_prompt_discards_the_unfinished_input(monkeypatch):

@@ -4,8 +4,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from .inputs import parse_input
-from .program import add_sandbox_option, load_named_node
+from .options import (
+    add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
+    chosen_name, refuse_options,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and print layers, heads per layer, each head's value width and the maps per layer.",
     )
     _common(analyse)
-    analyse.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    add_json_option(analyse, "print the analysis as JSON")
     analyse.set_defaults(handler=run_analyse)
 
     draw = subparsers.add_parser(
@@ -28,23 +30,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(draw)
     draw.add_argument("-o", "--output", required=True, metavar="OUT",
                       help="output file: .dot, .svg or .png")
-    draw.add_argument("--input", metavar="TEXT",
-                      help="label every node with its value on this input")
+    add_example_input_option(draw, "label every node with its value on this input")
+    add_exact_option(draw)
     draw.set_defaults(handler=run_draw)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the .rasp program")
-    parser.add_argument("name", nargs="?", help="the s-op or selector (default: the last "
-                        "one assigned)")
-    parser.add_argument("--strict", action="store_true", help="disable every extension")
+    add_name_options(parser)
+    add_strict_option(parser)
     add_sandbox_option(parser)
 
 
 def run_analyse(args: argparse.Namespace) -> int:
     from ..analyse import analyse, format_table
+    from .program import load_named_node
 
-    name, node = load_named_node(args.file, args.name, strict=args.strict,
+    name, node = load_named_node(args.file, chosen_name(args), strict=args.strict,
                                  sandbox=args.sandbox)
     analysis = analyse(node)
     if args.json:
@@ -58,15 +60,23 @@ def run_analyse(args: argparse.Namespace) -> int:
 def run_draw(args: argparse.Namespace) -> int:
     from ..analyse import analyse
     from ..draw import drawing, render
-    from ..evaluate import evaluate
     from ..graph import ancestors
+    from .inputs import parse_input
+    from .program import load_program
 
-    _, node = load_named_node(args.file, args.name, strict=args.strict, sandbox=args.sandbox)
+    name = chosen_name(args)
+    if args.input is None:
+        refuse_options(args, {"exact": "only the values on --input depend on it"},
+                       "a drawing without --input")
+    program = load_program(args.file, exact=args.exact, strict=args.strict,
+                           sandbox=args.sandbox)
+    _, node = program.node(name)
     analysis = analyse(node)
     values = None
     if args.input is not None:
         nodes = list(ancestors(node))
-        (results,) = evaluate(nodes, [parse_input(args.input)])
+        example = parse_input(args.input, exact=program.exact)
+        (results,) = program.evaluate_nodes(nodes, [example])
         values = dict(zip(nodes, results))
     path, renderer = render(drawing(analysis, values), args.output)
     print(f"wrote {path} ({renderer})")

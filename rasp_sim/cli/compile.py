@@ -14,9 +14,11 @@ from pathlib import Path
 from ..errors import RaspError
 from ..graph import SOp
 from . import UsageError
-from .program import add_sandbox_option, load_named_node
-from .run import add_unvalidated_option
-from .universal import add_memory_limit
+from .options import (
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
+    add_unvalidated_option,
+)
+from .program import load_named_node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "oracle) and write them to an .npz or .safetensors file. A model that disagrees is "
         "not written (exit 1) unless --force.")
     compile_parser.add_argument("file", help="the .rasp program")
-    compile_parser.add_argument("--name", required=True, help="the s-op to compile")
+    add_name_option(compile_parser, "the s-op to compile", required=True)
     tokens = compile_parser.add_mutually_exclusive_group(required=True)
     tokens.add_argument("--vocab", metavar="V1,V2,...",
                         help="the input vocabulary, comma-separated, as the program's tokens "
@@ -72,9 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the domain recorded in the model.")
     verify_parser.add_argument("model", help="the weights (.npz or .safetensors)")
     verify_parser.add_argument("file", help="the .rasp program")
-    verify_parser.add_argument("--name", required=True, help="the s-op the model computes")
+    add_name_option(verify_parser, "the s-op the model computes", required=True)
     add_unvalidated_option(verify_parser)
-    add_memory_limit(verify_parser, "weights file read")
+    add_memory_limit_option(verify_parser, "weights file read, estimated before any work")
     _add_validation_options(verify_parser)
     verify_parser.set_defaults(handler=run_verify)
 
@@ -85,7 +87,7 @@ def _add_validation_options(parser: argparse.ArgumentParser) -> None:
                         "100000 (default 10000; numeric-token models: 300 per length range, "
                         "their domain is never exhausted)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(parser)
     add_sandbox_option(parser)
 
 

@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from .options import add_json_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -39,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="reuse finished runs and continue interrupted ones from checkpoints")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json_option(parser, "print the summary as JSON")
     parser.set_defaults(handler=handle)
 
 

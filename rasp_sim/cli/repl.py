@@ -13,11 +13,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from ..errors import RaspError
 from .program import sandbox_folder
-from .run import add_language_options
+from .options import add_language_options
+
+if TYPE_CHECKING:  # imported by the handler: `rasp-sim --help` stays light
+    from ..repl_session import ReplSession
 
 PROMPT, CONTINUATION = ">> ", ".. "
 HISTORY_FILE = Path(os.environ.get("RASP_SIM_HISTORY", Path.home() / ".rasp_sim_history"))
@@ -36,27 +39,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_repl(args: argparse.Namespace) -> int:
-    from ..interpreter import Interpreter
+    from ..repl_session import ReplSession
 
-    interpreter = Interpreter(exact=args.exact, strict=args.strict, repl=True,
-                              sandbox=sandbox_folder(args.file, args.sandbox))
+    repl = ReplSession(exact=args.exact, strict=args.strict,
+                       sandbox=sandbox_folder(args.file, args.sandbox))
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history()
         print('rasp-sim RASP REPL. Running example: "hello". `exit` or Ctrl-D to quit.')
     if args.file:
-        _report_errors(lambda: interpreter.run_file(args.file), sys.stdout)
-    session(interpreter, _line_reader(interactive), sys.stdout)
+        _report_errors(lambda: repl.run_file(args.file), sys.stdout)
+    session(repl, _line_reader(interactive), sys.stdout)
     return 0
 
 
-def session(interpreter, read_line: Callable[[str], str | None], out: TextIO) -> None:
+def session(repl: ReplSession, read_line: Callable[[str], str | None], out: TextIO) -> None:
     """Read statements with `read_line(prompt)` (None at end of input) and run them."""
     from ..parser import IncrementalCheck
 
     pending: list[str] = []
     check = IncrementalCheck()
-    while not interpreter.exit_requested:
+    while not repl.exit_requested:
         try:
             line = read_line(CONTINUATION if pending else PROMPT)
         except KeyboardInterrupt:  # at the prompt: drop the unfinished input, as Python
@@ -72,21 +75,21 @@ def session(interpreter, read_line: Callable[[str], str | None], out: TextIO) ->
             continue
         text = "\n".join(pending) + "\n"
         pending, check = [], IncrementalCheck()
-        _report_errors(lambda: _run_chunk(interpreter, text, out), out)
+        _report_errors(lambda: _run_chunk(repl, text, out), out)
 
 
-def _run_chunk(interpreter, text: str, out: TextIO) -> None:
+def _run_chunk(repl: ReplSession, text: str, out: TextIO) -> None:
     """Parse a complete chunk of input and run its statements; one that fails is
     reported and the next runs (Ctrl-C stops them all)."""
     from ..parser import parse
 
-    program = parse(text, "<repl>", strict=interpreter.strict)
+    program = parse(text, "<repl>", strict=repl.interpreter.strict)
     for statement in program.statements:
         try:
-            interpreter.execute(statement)
+            repl.execute(statement)
         except RaspError as error:
             print(error.format(), file=out)
-        if interpreter.exit_requested:
+        if repl.exit_requested:
             break
 
 

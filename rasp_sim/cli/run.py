@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import RaspError
 from . import UsageError
 from .inputs import BadInput, atoms, command_line_input, read_inputs_file
 from .output import Printer
-from .program import add_sandbox_option
+from .options import (
+    add_input_options, add_json_option, add_language_options, add_memory_limit_option,
+    add_name_option, add_unvalidated_option, refuse_options,
+)
 
 # Inputs are evaluated in chunks of this many so the progress bar can advance; the
 # evaluator itself splits a chunk further where memory requires.
@@ -21,68 +23,6 @@ PROGRESS_THRESHOLD = 5000
 INPUTS_FILE_SHARE = 8
 
 
-# The largest size the memory options accept: beyond any machine's address space.
-MAX_SIZE = 2**63 - 1
-_SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3,
-               "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
-
-
-def parse_size(text: str) -> int:
-    """'4GiB', '512MiB', '100000', '1.5e9' -> bytes (an argparse type). Decimal, so that
-    '1e400' or 'inf' is refused as too large rather than overflowing a float."""
-    lowered = text.strip().lower()
-    number = lowered.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = lowered[len(number):]
-    try:
-        amount = Decimal(number)
-        scale = _SIZE_UNITS[unit]
-    except (InvalidOperation, KeyError):
-        amount = scale = None
-    # Compared before multiplying: Decimal('1e999999999') * 1024 overflows.
-    if amount is not None and amount.is_finite() and amount > MAX_SIZE // scale:
-        raise argparse.ArgumentTypeError(
-            f"size {text!r} is larger than any machine's memory (at most 2**63 - 1 bytes)")
-    if amount is None or not amount.is_finite() or amount <= 0 or amount * scale < 1:
-        raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: use a positive number of bytes or e.g. 512MiB, 4GiB")
-    return int(amount * scale)
-
-
-def add_language_options(parser: argparse.ArgumentParser) -> None:
-    """The arithmetic and dialect options of every command that runs RASP programs."""
-    parser.add_argument("--exact", action="store_true",
-                        help="exact rational arithmetic (fractions) instead of float64")
-    parser.add_argument("--strict", action="store_true",
-                        help="disable every extension: accept only what the original RASP "
-                        "accepts")
-    add_sandbox_option(parser)
-
-
-def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
-    """Options of commands that evaluate batches: the language options and the memory
-    limit."""
-    add_language_options(parser)
-    parser.add_argument("--memory-limit", type=parse_size, default=parse_size("4GiB"),
-                        metavar="SIZE", help="largest evaluation working set; bigger batches "
-                        "are split, a single input that does not fit is refused (default 4GiB)")
-
-
-def add_input_options(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", action="extend", nargs="+", dest="input_texts",
-                        metavar="TEXT",
-                        help="inputs: each a JSON list such as '[3, 1, 2]', or text whose "
-                        "characters are the tokens (several after one --input, or repeat it)")
-    source.add_argument("--inputs", metavar="FILE",
-                        help="a file with one input per line (JSON lists or plain text)")
-
-
-def add_unvalidated_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--allow-unvalidated", action="store_true",
-                        help="use a compiled model that is not validated (written by "
-                        "compile --force), with a warning; refused otherwise")
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
@@ -90,9 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run FILE and evaluate the s-op or selector NAME on each input.",
     )
     parser.add_argument("file", nargs="?", help="the .rasp program")
-    parser.add_argument("--name", help="the s-op to evaluate (default: the last one assigned)")
+    add_name_option(parser, "the s-op to evaluate (default: the last one assigned)")
     add_input_options(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object per input")
+    add_json_option(parser, "print one JSON object per input")
     parser.add_argument("--fail-fast", action="store_true",
                         help="stop at the first input of --inputs that fails (by default "
                         "every input runs, and a failing one's error is printed in its place)")
@@ -100,8 +40,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="run a compiled model (from rasp-sim compile, .npz or "
                         ".safetensors) instead of a program")
     add_unvalidated_option(parser)
-    add_evaluation_options(parser)
+    add_language_options(parser)
+    add_memory_limit_option(parser, "evaluation working set; bigger batches are split, a "
+                            "single input that does not fit is refused")
     parser.set_defaults(handler=run)
+
+
+# The options of a program run that a compiled model has no use for, and why.
+NOT_FOR_WEIGHTS = {
+    "exact": "a compiled model computes in float64",
+    "strict": "a compiled model runs no RASP source",
+    "sandbox": "a compiled model loads no RASP files",
+    "name": "a compiled model computes the one s-op it was compiled from",
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either a program FILE or --weights MODEL, not both")
     if not args.weights and not args.file:
         raise UsageError("a program FILE is required (or --weights MODEL)")
+    if args.weights:
+        refuse_options(args, NOT_FOR_WEIGHTS, "--weights")
+    else:
+        refuse_options(args, {"allow_unvalidated": "it is for a compiled model's file"},
+                       "a program FILE")
     entries = _collect_inputs(args)
     name, columns = _weights_columns(args) if args.weights else _program_columns(args)
     printer = Printer(name, args.json)
@@ -133,17 +89,15 @@ Columns = Callable[[list, int], Iterator[tuple[list[int], Any]]]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from ..evaluate import evaluate_groups
-    from .program import load_named_node
+    from .program import load_program
 
-    name, node = load_named_node(args.file, args.name, exact=args.exact, strict=args.strict,
-                                 sandbox=args.sandbox)
+    program = load_program(args.file, exact=args.exact, strict=args.strict,
+                           sandbox=args.sandbox)
+    name = program.node(args.name)[0]  # a missing name fails before any input runs
 
     def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
-        for ids, arrays in evaluate_groups([node], inputs, exact=args.exact,
-                                           memory_limit_bytes=args.memory_limit,
-                                           first_index=first_index):
-            yield ids, arrays[node]
+        return program.evaluate_groups(inputs, name, memory_limit=args.memory_limit,
+                                       first_index=first_index)
 
     return name, columns
 

@@ -29,8 +29,9 @@ import numpy as np
 
 from ..errors import RaspError
 from . import UsageError
-from .program import add_sandbox_option
-from .run import parse_size
+from .options import (
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
+)
 
 
 def _integer(minimum: int, what: str) -> Callable[[str], int]:
@@ -48,12 +49,6 @@ def _integer(minimum: int, what: str) -> Callable[[str], int]:
 
 positive = _integer(1, "a positive integer")
 non_negative = _integer(0, "an integer >= 0")
-
-
-def add_memory_limit(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--memory-limit", type=parse_size, default=parse_size("4GiB"),
-                        metavar="SIZE", help=f"largest {what}, estimated before any work "
-                        "(default 4GiB)")
 
 
 def _shape_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -76,8 +71,8 @@ def _shape_options(parser: argparse.ArgumentParser, required: bool = True) -> No
 def _output_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="FILE",
                         help=f"write {what} to exactly this path")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_memory_limit(parser, "working set")
+    add_json_option(parser)
+    add_memory_limit_option(parser, "working set, estimated before any work")
 
 
 def _check_output(path: str) -> None:
@@ -447,11 +442,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--program", metavar="FILE",
                              help="a compiled model: the .rasp program to compare with "
                              "(default: the one its compile record names, if present)")
-            sub.add_argument("--name", help="a compiled model: the s-op of --program")
+            add_name_option(sub, "a compiled model: the s-op of --program")
             sub.add_argument("--max-inputs", type=positive, default=None, metavar="N",
                              help="a compiled model: refuse a domain of more than N inputs "
                              f"(default {DEFAULT_MAX_INPUTS:,})")
             add_sandbox_option(sub)
-            sub.add_argument("--json", action="store_true", help="print the result as JSON")
-            add_memory_limit(sub, "working set (the files read, E, the forward pass)")
+            add_json_option(sub)
+            add_memory_limit_option(sub, "working set (the files read, E, the forward pass), "
+                                    "estimated before any work")
         sub.set_defaults(handler=handler)

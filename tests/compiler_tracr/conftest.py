@@ -1,7 +1,6 @@
 """Shared helpers of the tracr backend tests: programs from source text, compile + validate."""
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ def node_of(source: str, name: str, file: str = "<test>"):
     """Run RASP `source` and return the node bound to `name`."""
     from rasp_sim.interpreter import Interpreter
 
-    interpreter = Interpreter(output=io.StringIO())
+    interpreter = Interpreter()
     interpreter.run_source(source, file)
     return interpreter.lookup(name)
 

@@ -63,7 +63,7 @@ def test_library_copied_beside_a_program_runs_strict(tmp_path, monkeypatch):
         shutil.copy(path, tmp_path / path.name)
     shutil.copy(source / "strict" / "numerics.rasp", tmp_path / "numerics.rasp")
     monkeypatch.chdir(tmp_path)
-    it = Interpreter(strict=True, output=lambda line: None)
+    it = Interpreter(strict=True)
     it.run_source('load "classic";\nload "attention";\ny = matmul(tokens_float, 2, 2, 2);\n')
     from rasp_sim.evaluate import evaluate
     assert evaluate([it.lookup("y")], [[1, 2, 3, 4, 5, 6, 7, 8]])[0][0][:4] == [19, 22, 43, 50]

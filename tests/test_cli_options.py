@@ -1,0 +1,113 @@
+"""Options defined once (rasp_sim/cli/options.py), and an option that does not apply to
+the chosen mode refused as a usage error (exit 2) instead of being ignored."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+from cli_helpers import run_cli, write
+from rasp_sim.cli import COMMANDS, build_parser
+from rasp_sim.cli.run import NOT_FOR_WEIGHTS
+from rasp_sim.text import short_repr
+
+FLAG_VALUES = {"exact": [], "strict": [], "sandbox": [], "name": ["y"]}
+
+
+@pytest.mark.parametrize("dest", sorted(NOT_FOR_WEIGHTS))
+def test_run_weights_refuses_the_options_of_a_program(capsys, tmp_path, dest):
+    flag = "--" + dest.replace("_", "-")
+    # The model does not exist: the usage error comes before anything is read.
+    code, out, err = run_cli(capsys, "run", "--weights", str(tmp_path / "m.npz"),
+                             "--input", "ab", flag, *FLAG_VALUES[dest])
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1] == (f"rasp-sim: error: {flag} does not apply to --weights "
+                                    f"({NOT_FOR_WEIGHTS[dest]})")
+
+
+def test_the_weights_exact_message_says_why(capsys):
+    code, _, err = run_cli(capsys, "run", "--weights", "m.npz", "--input", "ab", "--exact")
+    assert code == 2
+    assert ("rasp-sim: error: --exact does not apply to --weights (a compiled model "
+            "computes in float64)") in err
+
+
+def test_run_of_a_program_refuses_allow_unvalidated(capsys, tmp_path):
+    program = write(tmp_path, "y = indices;\n")
+    code, out, err = run_cli(capsys, "run", program, "--input", "ab", "--allow-unvalidated")
+    assert code == 2 and out == ""
+    assert ("--allow-unvalidated does not apply to a program FILE (it is for a compiled "
+            "model's file)") in err
+
+
+def test_draw_computes_its_labels_in_exact_arithmetic(capsys, tmp_path):
+    program = write(tmp_path, "x = indices + 0.1;\n")
+    target = tmp_path / "x.dot"
+    for exact, tenth in ((True, Fraction("0.1")), (False, 0.1)):
+        code, _, err = run_cli(capsys, "draw", program, "-o", str(target), "--input", "ab",
+                               *(["--exact"] if exact else []))
+        assert code == 0, err
+        label = short_repr([0 + tenth, 1 + tenth], 40)
+        assert f"x\\n{label}" in target.read_text()
+
+
+def test_draw_without_input_refuses_exact(capsys, tmp_path):
+    program = write(tmp_path, "x = indices + 0.1;\n")
+    code, _, err = run_cli(capsys, "draw", program, "-o", str(tmp_path / "x.dot"), "--exact")
+    assert code == 2 and not (tmp_path / "x.dot").exists()
+    assert ("rasp-sim: error: --exact does not apply to a drawing without --input (only "
+            "the values on --input depend on it)") in err
+
+
+@pytest.mark.parametrize("command", ["analyse", "draw"])
+def test_analyse_and_draw_take_name_as_run_does(capsys, tmp_path, command):
+    program = write(tmp_path, "y = tokens;\nz = indices + 1;\n")
+    extra = ["-o", str(tmp_path / "g.dot")] if command == "draw" else ["--json"]
+    results = [run_cli(capsys, command, program, *spelling, *extra)
+               for spelling in (["--name", "y"], ["y"], [])]
+    assert [code for code, _, _ in results] == [0, 0, 0]
+    if command == "analyse":
+        names = [json.loads(out)["name"] for _, out, _ in results]
+        assert names == ["y", "y", "z"]  # without a name: the last one assigned
+    code, out, err = run_cli(capsys, command, program, "y", "--name", "y", *extra)
+    assert code == 2 and out == ""
+    assert "rasp-sim: error: give the name once: NAME or --name NAME, not both" in err
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, str]:
+    return {flag: action.help for action in parser._actions for flag in action.option_strings}
+
+
+def test_each_shared_option_means_the_same_in_every_command():
+    """One definition per option: a flag on several commands has one help text (the
+    options whose help names the command's own object are parameterised on purpose)."""
+    seen: dict[str, dict[str, str]] = {}
+    for command in COMMANDS:
+        (subparsers,) = [a for a in build_parser(command.name)._actions
+                         if isinstance(a, argparse._SubParsersAction)]
+        real = subparsers.choices[command.name]
+        nested = [a for a in real._actions if isinstance(a, argparse._SubParsersAction)]
+        parsers = [real] + [p for a in nested for p in a.choices.values()]
+        for parser in parsers:
+            for flag, help_text in _options(parser).items():
+                seen.setdefault(flag, {})[parser.prog] = help_text
+    for flag in ("--exact", "--strict", "--sandbox", "--allow-unvalidated"):
+        assert len(seen[flag]) >= 2, flag
+        assert len(set(seen[flag].values())) == 1, (flag, seen[flag])
+    assert {"rasp-sim draw", "rasp-sim run", "rasp-sim repl"} <= set(seen["--exact"])
+    assert {"rasp-sim analyse", "rasp-sim draw"} <= set(seen["--name"])
+
+
+def test_building_any_command_parser_stays_light(tmp_path):
+    """Parsers (and so the options module) import no heavy dependency: those load inside
+    the handlers that need them."""
+    code = ("import sys; from rasp_sim.cli import COMMANDS, build_parser\n"
+            "for c in COMMANDS: build_parser(c.name)\n"
+            "print([m for m in ('jax', 'haiku', 'tracr', 'networkx') if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=tmp_path)
+    assert result.stdout.strip() == "[]"
