@@ -12,6 +12,7 @@ from rasp_sim.cli.inputs import read_inputs_file
 from rasp_sim.cli.repl import session
 from rasp_sim.errors import RaspRuntimeError, RaspSyntaxError, quote
 from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 from rasp_sim.parser import parse
 
 FAILING_UTIL = "def f(x) {\n    return x / 0;\n}\n"
@@ -31,10 +32,10 @@ def test_two_files_with_the_same_name_each_show_their_own_line(tmp_path: Path, m
         folder.mkdir()
         (folder / "util.rasp").write_text(text)
     monkeypatch.chdir(first)
-    interpreter = Interpreter(output=[].append)
+    interpreter = Interpreter()
     interpreter.run_source('load "util";', "main.rasp")
     monkeypatch.chdir(second)
-    Interpreter(output=[].append).run_source('load "util";', "main.rasp")  # same file name
+    Interpreter().run_source('load "util";', "main.rasp")  # same file name
 
     with pytest.raises(RaspRuntimeError) as info:
         interpreter.run_source("f(tokens_int)([1, 2]);", "main.rasp")
@@ -56,7 +57,7 @@ def test_a_repl_error_quoting_an_earlier_chunk_shows_that_chunks_line():
     call = ["z = 1 +", "  f(tokens_int);"]
     lines = iter(["set example [1, 2]", *definition, *call])
     out = io.StringIO()
-    session(Interpreter(repl=True, output=out), lambda prompt: next(lines, None), out)
+    session(ReplSession(output=out), lambda prompt: next(lines, None), out)
     text = out.getvalue()
     headline = next(line for line in text.splitlines() if "division by zero" in line)
     assert headline.startswith("<repl>:2:9: runtime error:")
