@@ -62,6 +62,10 @@ from .values import (
 MAX_CALL_DEPTH = 1000
 _PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
 
+# The original loads its library as `load "RASP_support/rasplib";`, and a function is
+# labelled by the load name of the file that defined it ("RASP_support/rasplib function").
+LIBRARY_LOAD_NAME = "RASP_support/rasplib"
+
 
 @functools.lru_cache(maxsize=None)
 def _stdlib_program() -> ast.Program:
@@ -127,6 +131,7 @@ class Interpreter:
         self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
+        self._load_results: list[_Result] = []  # what the loads in progress will print
         self._sandbox = None if sandbox is None else Path(sandbox).resolve()
         self._make_environments()
 
@@ -141,7 +146,7 @@ class Interpreter:
         values_env.variables["False"] = False
         # The library runs like a loaded file whose exports go to the base environment.
         self.base = Environment(values_env, name="base")
-        library_env = Environment(values_env, name="rasplib", exporter=self.base)
+        library_env = Environment(values_env, name=LIBRARY_LOAD_NAME, exporter=self.base)
         checking, self._checking = self._checking, False  # the library is known good
         try:
             for statement in _stdlib_program().statements:
@@ -188,6 +193,7 @@ class Interpreter:
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and display what it produced."""
         self._user_file = statement.span.file
+        self._load_results = []  # drops what an interrupted load (Ctrl-C) left unprinted
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
                 results = self._exec(statement, self.top)
@@ -392,28 +398,31 @@ class Interpreter:
         saved = (self.settings.sop_examples, self.settings.selector_examples)
         self.settings.sop_examples = self.settings.selector_examples = False
         self._files.append(path)
-        results: list[_Result] = []
         try:
             for statement in program.statements:
                 try:
                     for result in self._exec(statement, file_env):
-                        if result.kind != "named" or is_exported(result.name):
-                            results.append(result)
+                        if self.repl and _shown_from_file(result):
+                            self._load_results.append(result)
                 except _Exit:
                     break
                 except RaspError as error:
                     if not self.repl:
                         raise
-                    results.append(_Result("error", value=error))  # the load goes on
+                    self._load_results.append(_Result("error", value=error))  # goes on
             if self.repl:
-                self._show_load_results(results)
+                self._show_load_results()
         finally:
             self._files.pop()
             self.settings.sop_examples, self.settings.selector_examples = saved
 
-    def _show_load_results(self, results: list[_Result]) -> None:
-        """The original prints the last binding of each exported name, or every binding
-        if any statement failed."""
+    def _show_load_results(self) -> None:
+        """Print and clear the results the loads in progress have collected. As in the
+        original, one list serves every load in progress, so a nested load prints its
+        loader's results so far before its own, in the order they happened. The original
+        prints the last binding of each exported name, or every binding if any
+        statement failed."""
+        results, self._load_results = self._load_results, []
         if not any(r.kind == "error" for r in results):
             seen: set[str] = set()
             kept = []
@@ -704,6 +713,16 @@ def _recursion_limit(limit: int) -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(saved)
+
+
+def _shown_from_file(result: _Result) -> bool:
+    """Whether a statement's result in a loaded file is printed (REPL): the original
+    prints the bindings that reach the loader (public names, including a bare public
+    name such as `tokens;`) and `show example`, but no other expression's value and no
+    application or `draw` result."""
+    if result.kind == "named":
+        return is_exported(result.name)
+    return result.kind == "example"
 
 
 def _require_iterable(value: Any, what: str) -> None:

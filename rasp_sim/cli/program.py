@@ -45,6 +45,8 @@ def load_named_node(file: str, name: str | None, *, exact: bool = False,
     except RaspNameError:
         raise RaspNameError(f"{file} defines no name {name!r}") from None
     if not isinstance(value, Node):
-        raise RaspTypeError(f"{name!r} is a {kind_name(value)}, not an s-op or selector: "
+        kind = kind_name(value)  # atom, list, dict or function here
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise RaspTypeError(f"{name!r} is {article} {kind}, not an s-op or selector: "
                             "only s-ops and selectors run on inputs")
     return name, value
