@@ -61,6 +61,10 @@ from .values import (
 MAX_CALL_DEPTH = 1000
 _PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
 
+# The original loads its library as `load "RASP_support/rasplib";`, and a function is
+# labelled by the load name of the file that defined it ("RASP_support/rasplib function").
+LIBRARY_LOAD_NAME = "RASP_support/rasplib"
+
 
 @functools.lru_cache(maxsize=None)
 def _stdlib_program() -> ast.Program:
@@ -156,6 +160,7 @@ class Interpreter:
         self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
         self._files: list[Path] = []  # files being run, innermost last (for `load`)
+        self._load_results: list[Result] = []  # what the loads in progress produced
         self._sandbox = None if sandbox is None else Path(sandbox).resolve()
         self._make_environments()
         self._checking = self.host.checking
@@ -171,7 +176,7 @@ class Interpreter:
         values_env.variables["False"] = False
         # The library runs like a loaded file whose exports go to the base environment.
         self.base = Environment(values_env, name="base")
-        library_env = Environment(values_env, name="rasplib", exporter=self.base)
+        library_env = Environment(values_env, name=LIBRARY_LOAD_NAME, exporter=self.base)
         for statement in _stdlib_program().statements:
             self._exec(statement, library_env)
         library_names = frozenset(self.base.variables)
@@ -224,6 +229,7 @@ class Interpreter:
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and let the host show its results."""
         self._user_file = statement.span.file
+        self._load_results = []  # drops what an interrupted load (Ctrl-C) left unprinted
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
                 results = self._exec(statement, self.top)
@@ -414,15 +420,20 @@ class Interpreter:
         saved = (self.settings.sop_examples, self.settings.selector_examples)
         self.settings.sop_examples = self.settings.selector_examples = False
         self._files.append(path)
-        results: list[Result] = []
         try:
             for statement in program.statements:
                 try:
-                    results += self._exec(statement, file_env)
+                    # (not `+=` on the attribute: a nested load inside _exec replaces the list)
+                    produced = self._exec(statement, file_env)
+                    self._load_results += produced
                 except _Exit:
                     break
                 except RaspError as error:
-                    results.append(self.host.load_failed(error))
+                    self._load_results.append(self.host.load_failed(error))
+            # One list serves every load in progress, as in the original: a nested load
+            # hands over its loader's results so far with its own, in the order they
+            # happened.
+            results, self._load_results = self._load_results, []
             self.host.loaded(results)
         finally:
             self._files.pop()

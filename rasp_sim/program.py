@@ -35,7 +35,9 @@ class Program:
             raise RaspNameError(f"{self.source} defines no name {name!r}")
         value = self.values[name]
         if not isinstance(value, Node):
-            raise RaspTypeError(f"{name!r} is a {kind_name(value)}, not an s-op or selector: "
+            kind = kind_name(value)  # atom, list, dict or function here
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise RaspTypeError(f"{name!r} is {article} {kind}, not an s-op or selector: "
                                 "only s-ops and selectors run on inputs")
         return name, value
 

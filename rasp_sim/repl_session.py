@@ -163,9 +163,11 @@ class ReplSession(Session):
         return Result("error", value=error)  # the load goes on
 
     def loaded(self, results: list[Result]) -> None:
-        """The original prints the last binding of each exported name, or every binding
-        if any statement failed."""
-        results = [r for r in results if r.kind != "named" or is_exported(r.name)]
+        """What a load prints: the bindings that reach the loader (public names, also a
+        bare public name such as `tokens;`), `show example` and errors, but no other
+        expression's value and no application or `draw` result; the last binding of each
+        name, or every binding if any statement failed (as the original)."""
+        results = [r for r in results if _shown_from_file(r)]
         if not any(r.kind == "error" for r in results):
             seen: set[str] = set()
             kept = []
@@ -178,6 +180,12 @@ class ReplSession(Session):
             results = kept[::-1]
         for result in results:
             self._show(result)
+
+
+def _shown_from_file(result: Result) -> bool:
+    if result.kind == "named":
+        return is_exported(result.name)
+    return result.kind in ("example", "error")
 
 
 def _writer(output: Callable[[str], Any] | TextIO | None) -> Callable[[str], Any]:

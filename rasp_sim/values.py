@@ -96,9 +96,11 @@ NAME_CAP = 30
 
 
 def node_name(node: graph.Node) -> str:
+    """A node's display name; an unnamed selector is "plain select", the name the
+    original's `select` gives every selector it builds (composed ones included)."""
     if node.name is not None:
         return node.name
-    return "s-op" if isinstance(node, graph.SOp) else "sel"
+    return "s-op" if isinstance(node, graph.SOp) else "plain select"
 
 
 def set_display_name(node: graph.Node, name: str) -> None:

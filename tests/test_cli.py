@@ -88,7 +88,10 @@ def test_unknown_name_and_non_sop_name(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", program, "--name", "nope", "--input", "a")
     assert code == 1 and "defines no name 'nope'" in err
     code, _, err = run_cli(capsys, "run", program, "--name", "x", "--input", "a")
-    assert code == 1 and "'x' is a" in err and "not an s-op or selector" in err
+    assert code == 1 and "'x' is an atom, not an s-op or selector" in err
+    listing = write(tmp_path, "l = [1];\n")
+    code, _, err = run_cli(capsys, "run", listing, "--name", "l", "--input", "a")
+    assert code == 1 and "'l' is a list, not an s-op or selector" in err
 
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from rasp_sim import interpreter as interpreter_module
+from rasp_sim.repl_session import ReplSession
 from rasp_sim.errors import RaspError, RaspLoadError, RaspNameError
 
 from .interp_helpers import run
@@ -112,6 +113,41 @@ def test_repl_load_with_an_error_prints_every_binding(in_tmp: Path) -> None:
     lines = run('load "broken";', repl=True).lines
     assert lines[0] == "    value: a =  1" and lines[-1] == "    value: a =  3"
     assert any("Undefined variable: nope" in line for line in lines)
+
+
+def test_repl_load_prints_bindings_and_public_names_but_no_other_expression(in_tmp: Path) -> None:
+    """The original prints what reaches the loader: bindings and bare public names
+    (`tokens;` shows, `3+4;`, `_p;` and `out;` do not), and `show example`; an
+    application or a draw in a loaded file prints nothing (it still draws)."""
+    write(in_tmp, "exprs", 'x = indices;\ntokens;\n3+4;\n_p = 1;\n_p;\nout;\nx("ab");\n'
+          'draw(x, "ab");\nshow example\n')
+    drawn = []
+    interpreter = ReplSession(output=(lines := []).append).interpreter
+    interpreter.draw_hook = lambda node, example: drawn.append(example)
+    interpreter.run_source('load "exprs";', "<repl>")
+    assert lines == ["     s-op: x", "     s-op: tokens",
+                     '\ts-op example: "hello"', '\tselector example: "hello"']
+    assert drawn == ["ab"]
+
+
+def test_a_nested_load_prints_its_loaders_results_first(in_tmp: Path) -> None:
+    """One list of pending results serves all loads in progress (as the original): the
+    inner load prints the outer file's results so far, then its own, filtered together
+    (the outer `b = 0` gives way to the inner `b = 3`); the outer file's later results
+    follow when it ends."""
+    write(in_tmp, "inner", "a = 1;\nb = 2;\nb = 3;\n")
+    write(in_tmp, "outer", 'b = 0;\nfirst = 1;\nload "inner";\nlast = 5;\n')
+    assert run('load "outer";', repl=True).lines == [
+        "    value: first =  1", "    value: a =  1", "    value: b =  3", "    value: last =  5"]
+
+
+def test_an_error_in_a_nested_load_keeps_the_order(in_tmp: Path) -> None:
+    write(in_tmp, "inner", "b = 2;\nq = nope;\nc = 4;\n")
+    write(in_tmp, "outer", 'a = 1;\nload "inner";\nd = 5;\n')
+    lines = run('load "outer";', repl=True).lines
+    assert lines[:3] == ["    value: a =  1", "    value: b =  2", "\t\t!!ignoring input:"]
+    assert "Undefined variable: nope" in lines[3]
+    assert lines[-2:] == ["    value: c =  4", "    value: d =  5"]
 
 
 def test_run_mode_loads_silently(in_tmp: Path) -> None:

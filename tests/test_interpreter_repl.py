@@ -122,6 +122,31 @@ def test_atom_list_dict_function_display() -> None:
     ]
 
 
+def test_unnamed_selectors_in_containers_are_plain_select() -> None:
+    """The original's `select` names every selector it builds "plain select" (composed
+    ones too); only a name longer than 30 characters falls back to "sel"."""
+    interpreter = repl("examples off\ndef f(s) { return s; }\n"
+                       'd = {"k": select(indices, indices, ==)};\n'
+                       "l = [select(indices, indices, <) and select(indices, indices, ==), "
+                       "f(select(indices, indices, ==))];")
+    assert interpreter.lines[1:] == [
+        "     dict: d =  {",
+        '\t\t\t "k" :     selector: plain select',
+        "               }",
+        "     list: l =  [",
+        "\t\t     selector: plain select",
+        "\t\t     selector: f(plain select)",
+        "               ]",
+    ]
+
+
+def test_library_functions_are_labelled_with_the_originals_load_name() -> None:
+    assert repl("count;\nselector_width;").lines == [
+        "     RASP_support/rasplib function: count(seq, atom)",
+        "     RASP_support/rasplib function: selector_width(sel)",
+    ]
+
+
 def test_examples_off_prints_headers_only() -> None:
     interpreter = repl("examples off\nx = indices;\ns = select(1, 1, ==);")
     assert interpreter.lines == ["     s-op: x", "     selector: s"]

@@ -44,7 +44,7 @@ def test_the_program_is_a_snapshot_of_its_names() -> None:
 def test_node_names_what_is_missing() -> None:
     program = Interpreter().run_source(SOURCE, "p.rasp")
     assert program.last_name == "n"
-    with pytest.raises(RaspTypeError, match="'n' is a atom, not an s-op or selector"):
+    with pytest.raises(RaspTypeError, match="'n' is an atom, not an s-op or selector"):
         program.node()
     with pytest.raises(RaspNameError, match="p.rasp defines no name 'y'"):
         program.node("y")
