@@ -61,6 +61,7 @@ def _ci(task: str) -> list[RunConfig]:
                       task_options={"max_hops": 1, "test_size": 250})]
 
 
+BUILDERS = {"ci": _ci, "small": _small, "paper": _paper}
 SEEDS = {"ci": (0,), "small": (0, 1, 2), "paper": (43, 44, 45)}
 DEFAULT_VARIANTS = {"ci": None, "small": VARIANTS, "paper": VARIANTS}
 
@@ -77,7 +78,7 @@ def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,
         if variant not in VARIANTS:
             raise ExperimentError(f"backbone: unknown backbone {variant!r}; "
                                   f"known backbones: {', '.join(VARIANTS)}")
-    builder = {"ci": _ci, "small": _small, "paper": _paper}[budget]
+    builder = BUILDERS[budget]
     runs = []
     for name in (TASKS if task == "all" else (task,)):
         for base in builder(name):

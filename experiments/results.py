@@ -73,6 +73,9 @@ def summarise(results: list[dict]) -> list[dict]:
             "trainable": runs[0]["trainable"],
             "steps": runs[0]["config"]["steps"],
             "wall_time_s_mean": float(np.mean([r["wall_time_s"] for r in runs])),
+            # Results written before runs recorded their device have none.
+            "devices": sorted({f"{r['device']['platform']} ({r['device']['kind']})"
+                               for r in runs if "device" in r}),
             "reported": REPORTED.get((task, variant), "-"),
         })
     return rows

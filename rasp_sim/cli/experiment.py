@@ -1,8 +1,8 @@
 """`rasp-sim experiment`: train the embedding of frozen (universal) transformers.
 
-    rasp-sim experiment dyck1|khop|all --budget ci|small|paper [--backbone V ...]
-                        [--seeds S ...] [--out DIR] [--workers N | --scheduler ADDRESS]
-                        [--resume] [--no-progress] [--json]
+    rasp-sim experiment dyck1|khop|all --budget ci|small|medium|paper [--backbone V ...]
+                        [--seeds S ...] [--out DIR] [--device cpu|gpu]
+                        [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
 
 One run goes straight through the trainer; several run one after another, or on Dask with
 --workers N (a local cluster) or --scheduler ADDRESS (an existing cluster). Writes
@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds to run")
     parser.add_argument("--out", metavar="DIR",
                         help="output folder (default ./rasp-sim-experiments/BUDGET)")
+    parser.add_argument("--device", choices=("cpu", "gpu"),
+                        help="where JAX trains (float32 on both); default: a GPU if JAX sees "
+                        "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="parallel runs on a local Dask cluster (default 1: in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
@@ -55,14 +58,17 @@ def handle(args: argparse.Namespace) -> int:
     configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
                    tuple(args.seeds) if args.seeds else None)
     try:
+        from experiments.device import resolve_device
         from experiments.plot import plot_curves
         from experiments.sweep import sweep
     except ImportError as error:
         raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
                               f"pip install 'rasp-sim[train]'") from None
+    # On an existing cluster the workers' devices count, not this process's: they check.
+    device = args.device if args.scheduler else resolve_device(args.device)
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / args.budget
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, device_name=device)
     rows = summarise(results)
     plots = []
     for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):
