@@ -23,9 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Train only the embedding and unembedding of "
                     "frozen sparse or random transformers (and a fully trained baseline).")
     parser.add_argument("task", metavar="TASK", help="dyck1, khop or all")
-    parser.add_argument("--budget", choices=("ci", "small", "paper"), default="ci",
+    parser.add_argument("--budget", choices=("ci", "small", "medium", "paper"), default="ci",
                         help="ci: one short run per task; small: every backbone x 3 seeds "
-                        "(about an hour on 2 cores); paper: the precursors' settings")
+                        "(measured: 33 minutes on 2 CPU cores with --workers 2); medium: small "
+                        "x 4 steps (about 2 hours, estimated); paper: the precursors' settings "
+                        "(a GPU's work: --device gpu)")
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
                         "the budget's)")
