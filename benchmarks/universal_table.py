@@ -57,7 +57,7 @@ def rows(dim: int, max_m: int, random_max_m: int):
                     base = {"H": heads, "L": layers, "kind": kind, "layout": layout,
                             "reference_2kL_plus_c": 2 * dim * layers + dim,
                             "paper_stated": dim * layers * heads,
-                            "lower_bound_d1": (heads + residual) ** layers}
+                            "lower_bound_d1": dim * (heads + residual) ** layers}
                     limit = random_max_m if kind == "random" else max_m
                     if known_m is not None and known_m > limit:
                         yield {**base, "m": known_m, "skipped": f"m > {limit}"}
@@ -75,8 +75,8 @@ def rows(dim: int, max_m: int, random_max_m: int):
 def markdown(results: list[dict], dim: int) -> str:
     lines = [f"d = k = c = {dim}, causal, lengths 1..32 (2 sequences each); error = "
              "max |UT(X;E) - T(X)| / output scale; HLd = the paper's stated O(HLd) "
-             "without constant; lower bound = paths, i.e. (H or H+1)^L (attention matching, "
-             "d = 1)",
+             "without constant; lower bound = c x paths, i.e. c (H or H+1)^L (attention "
+             "matching, d = 1, c outputs)",
              "",
              "| H | L | UT | layout | m | HLd | lower bound | cond(M) | error | tolerance | "
              "build s | embed s | verify s |",

@@ -13,8 +13,9 @@ from .results import read_result, write_result
 from .train import CHECKPOINT
 
 
-def run_one(config: dict, out_dir: str, resume: bool, progress: bool) -> dict:
-    """One run (picklable, so a Dask worker can call it); the result dict."""
+def run_one(config: dict, out_dir: str, resume: bool, progress: bool,
+            device_name: str | None = None) -> dict:
+    """One run on `device_name` (picklable, so a Dask worker can call it); the result dict."""
     from .train import train  # jax loads in the worker, after its thread settings
     run = RunConfig.from_dict(config)
     directory = Path(out_dir) / run.name()
@@ -23,30 +24,31 @@ def run_one(config: dict, out_dir: str, resume: bool, progress: bool) -> dict:
         if previous is not None and previous.get("finished") and previous["config"] == config:
             return previous
     result = train(run, directory, resume=resume and (directory / CHECKPOINT).exists(),
-                   progress=progress)
+                   progress=progress, device_name=device_name)
     write_result(directory, result)
     return result
 
 
 def sweep(configs: list[RunConfig], out_dir: Path, workers: int = 1,
           scheduler: str | None = None, resume: bool = False, progress: bool = True,
-          report: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
-          ) -> tuple[list[dict], list[str]]:
-    """Run every config; (results, failures) where a failure is "run name: message"."""
+          report: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+          device_name: str | None = None) -> tuple[list[dict], list[str]]:
+    """Run every config on `device_name` ("cpu", "gpu", None: the best each process sees);
+    (results, failures) where a failure is "run name: message"."""
     jobs = [config.to_dict() for config in configs]
     if workers <= 1 and scheduler is None:
         results, failures = [], []
         for config, job in zip(configs, jobs):
             try:
-                results.append(run_one(job, str(out_dir), resume, progress))
+                results.append(run_one(job, str(out_dir), resume, progress, device_name))
                 report(f"done {config.name()}")
             except ExperimentError as error:
                 failures.append(f"{config.name()}: {error.message}")
         return results, failures
-    return _dask(configs, jobs, out_dir, workers, scheduler, resume, report)
+    return _dask(configs, jobs, out_dir, workers, scheduler, resume, report, device_name)
 
 
-def _dask(configs, jobs, out_dir, workers, scheduler, resume, report):
+def _dask(configs, jobs, out_dir, workers, scheduler, resume, report, device_name):
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -59,7 +61,8 @@ def _dask(configs, jobs, out_dir, workers, scheduler, resume, report):
                                dashboard_address=None)
     client = Client(scheduler if scheduler is not None else cluster)
     try:
-        futures = {client.submit(run_one, job, str(out_dir), resume, False, pure=False): config
+        futures = {client.submit(run_one, job, str(out_dir), resume, False, device_name,
+                                 pure=False): config
                    for job, config in zip(jobs, configs)}
         results, failures = [], []
         for future in as_completed(futures):

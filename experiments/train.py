@@ -1,7 +1,8 @@
 """Train the embedding and unembedding of a frozen backbone (or everything, for F) in JAX.
 
 jit-compiled steps; AdamW after global-norm clipping, linear warm-up then cosine or linear
-decay to 0 (optax); float32 on CPU, deterministic for fixed seeds. A non-finite loss stops
+decay to 0 (optax); float32 on the CPU or a GPU (device.py), deterministic on the CPU for
+fixed seeds. A non-finite loss stops
 the run with the step and the cause; a run can stop early or be interrupted and resumed
 from its checkpoint bit for bit.
 """
@@ -13,9 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-# At most 2 compute threads (shared 2-core machines); only effective before jax loads.
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1")
+from .device import describe, device, full_float32  # noqa: E402  (before JAX starts)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -82,16 +81,18 @@ def optimiser(config: RunConfig) -> optax.GradientTransformation:
 class Trainer:
     """One run: builds the task and backbone, then steps, evaluates and checkpoints."""
 
-    def __init__(self, config: RunConfig):
+    def __init__(self, config: RunConfig, device_name: str | None = None):
+        """`device_name`: "cpu", "gpu" or None (a GPU if JAX sees one, else the CPU)."""
         self.config = config
+        self.device = device(device_name)
         self.task = make_task(config.task, **config.task_options)
         m = universal_m(config.sizes)
         check_memory(config.sizes, m, config.variant, config.batch, self.task.seq_len)
         self.backbone = build_backbone(config.variant, config.sizes, self.task.vocab_size,
                                        self.task.seq_len, config.seed)
         arrays = named_arrays(self.backbone.model)
-        self.params = {name: jnp.asarray(arrays[name], dtype=jnp.float32)
-                       for name in sorted(self.backbone.trainable)}
+        self.params = jax.device_put({name: np.asarray(arrays[name], dtype=np.float32)
+                                      for name in sorted(self.backbone.trainable)}, self.device)
         self.tx = optimiser(config)
         self.opt_state = self.tx.init(self.params)
         self.rng = np.random.default_rng([config.data_seed, config.seed])
@@ -119,8 +120,8 @@ class Trainer:
             losses, hits = _loss_and_hits(logits(params, inputs), targets, weights)
             return losses.sum(axis=1), hits.sum(axis=1)
 
-        self._step = jax.jit(train_step)
-        self._evaluate = jax.jit(evaluate)
+        self._step = jax.jit(full_float32(train_step, self.device))
+        self._evaluate = jax.jit(full_float32(evaluate, self.device))
 
     # ------------------------------------------------------------ evaluation
     def evaluate(self, batch: Batch | None = None) -> dict:
@@ -180,7 +181,7 @@ class Trainer:
             raise ExperimentError(f"resume: checkpoint {path} does not match the model; "
                                   f"cannot resume")
         self.params, self.opt_state = jax.tree_util.tree_unflatten(
-            treedef, [jnp.asarray(leaf) for leaf in leaves])
+            treedef, jax.device_put(leaves, self.device))
         self.step, self.curves, self.elapsed = header["step"], header["curves"], header["elapsed"]
         self.rng.bit_generator.state = header["rng"]
 
@@ -256,7 +257,7 @@ class Trainer:
                 "m": self.backbone.m, **self.backbone.parameter_counts(),
                 "majority_baseline": majority_accuracy(self.test),
                 "test_size": len(self.test), "final": final, "curves": self.curves,
-                "wall_time_s": self.elapsed}
+                "wall_time_s": self.elapsed, "device": describe(self.device)}
 
     def trained_model(self):
         """The backbone with the trained arrays, as a checked weight-format Transformer."""
@@ -264,9 +265,11 @@ class Trainer:
 
 
 def train(config: RunConfig, out_dir: Path | None = None, resume: bool = False,
-          progress: bool = True, stop_after: int | None = None) -> dict:
-    """Run `config` (resuming from `out_dir`'s checkpoint if asked); the result dict."""
-    trainer = Trainer(config)
+          progress: bool = True, stop_after: int | None = None,
+          device_name: str | None = None) -> dict:
+    """Run `config` on `device_name` (see Trainer), resuming from `out_dir`'s checkpoint if
+    asked; the result dict."""
+    trainer = Trainer(config, device_name)
     if resume:
         if out_dir is None:
             raise ExperimentError("resume: needs the run's output directory")

@@ -38,18 +38,26 @@ def previous_same(strings: np.ndarray, letters: int) -> np.ndarray:
 
 
 def hops(strings: np.ndarray, counts: np.ndarray, letters: int) -> np.ndarray:
-    """hop_{k_b}(X_b)_i for every row b (k_b = counts[b]); -1 where the pointer is null."""
+    """hop_{k_b}(X_b)_i for every row b (k_b = counts[b]); -1 where the pointer is null.
+
+    One hop is a map f on positions, f(i) = prev(i) + 1, with an absorbing null position
+    appended to each row. f^k for a per-row k is composed by binary lifting: f^(2^j) for
+    j < log2(max k), applied where bit j of k_b is set, so the cost is O(log k) gathers."""
     size, length = strings.shape
     prev = previous_same(strings, letters)
-    rows = np.arange(size)[:, None]
-    pointer = np.broadcast_to(np.arange(length), (size, length)).copy()
-    null = np.zeros((size, length), dtype=bool)
-    for step in range(int(counts.max(initial=0))):
-        active = (step < counts)[:, None] & ~null
-        before = prev[rows, pointer]
-        null |= active & (before < 0)
-        pointer = np.where(active & ~null, before + 1, pointer)
-    return np.where(null, -1, strings[rows, pointer])
+    width = length + 1
+    # Flat positions (row b, column i) -> b * width + i: 1-D gathers are NumPy's fastest.
+    offset = np.arange(size)[:, None] * width
+    null = offset + length
+    step = np.concatenate([np.where(prev < 0, null, offset + prev + 1), null], axis=1).ravel()
+    pointer = (offset + np.arange(width)).ravel()
+    counts = np.repeat(np.asarray(counts), width)
+    for bit in range(int(counts.max(initial=0)).bit_length()):
+        take = ((counts >> bit) & 1).astype(bool)
+        pointer = np.where(take, step[pointer], pointer)
+        step = step[step]  # f^(2^j) -> f^(2^(j+1))
+    letters_or_null = np.concatenate([strings, np.full((size, 1), -1)], axis=1).ravel()
+    return letters_or_null[pointer].reshape(size, width)[:, :length]
 
 
 class KHop:

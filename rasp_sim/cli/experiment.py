@@ -1,8 +1,8 @@
 """`rasp-sim experiment`: train the embedding of frozen (universal) transformers.
 
-    rasp-sim experiment dyck1|khop|all --budget ci|small|paper [--backbone V ...]
-                        [--seeds S ...] [--out DIR] [--workers N | --scheduler ADDRESS]
-                        [--resume] [--no-progress] [--json]
+    rasp-sim experiment dyck1|khop|all --budget ci|small|medium|paper [--backbone V ...]
+                        [--seeds S ...] [--out DIR] [--device cpu|gpu]
+                        [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
 
 One run goes straight through the trainer; several run one after another, or on Dask with
 --workers N (a local cluster) or --scheduler ADDRESS (an existing cluster). Writes
@@ -25,15 +25,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Train only the embedding and unembedding of "
                     "frozen sparse or random transformers (and a fully trained baseline).")
     parser.add_argument("task", metavar="TASK", help="dyck1, khop or all")
-    parser.add_argument("--budget", choices=("ci", "small", "paper"), default="ci",
+    parser.add_argument("--budget", choices=("ci", "small", "medium", "paper"), default="ci",
                         help="ci: one short run per task; small: every backbone x 3 seeds "
-                        "(about an hour on 2 cores); paper: the precursors' settings")
+                        "(measured: 33 minutes on 2 CPU cores with --workers 2); medium: small "
+                        "x 4 steps (about 2 hours, estimated); paper: the precursors' settings "
+                        "(a GPU's work: --device gpu)")
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
                         "the budget's)")
     parser.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds to run")
     parser.add_argument("--out", metavar="DIR",
                         help="output folder (default ./rasp-sim-experiments/BUDGET)")
+    parser.add_argument("--device", choices=("cpu", "gpu"),
+                        help="where JAX trains (float32 on both); default: a GPU if JAX sees "
+                        "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="parallel runs on a local Dask cluster (default 1: in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
@@ -57,14 +62,17 @@ def handle(args: argparse.Namespace) -> int:
     configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
                    tuple(args.seeds) if args.seeds else None)
     try:
+        from experiments.device import resolve_device
         from experiments.plot import plot_curves
         from experiments.sweep import sweep
     except ImportError as error:
         raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
                               f"pip install 'rasp-sim[train]'") from None
+    # On an existing cluster the workers' devices count, not this process's: they check.
+    device = args.device if args.scheduler else resolve_device(args.device)
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / args.budget
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, device_name=device)
     rows = summarise(results)
     plots = []
     for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):

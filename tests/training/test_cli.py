@@ -70,8 +70,19 @@ def test_plans_cover_the_comparison_table():
         [(1, 2), (2, 3), (4, 4), (8, 5)]
 
 
+def test_medium_budget_is_the_small_one_four_times_as_long():
+    small, medium = plan("all", "small"), plan("all", "medium")
+    assert [c.name() for c in medium] == [c.name() for c in small]  # same runs and seeds
+    for s, m in zip(small, medium):
+        assert (m.steps, m.warmup) == (4 * s.steps, 4 * s.warmup)
+        assert (m.sizes, m.batch, m.lr, m.task_options) == (s.sizes, s.batch, s.lr,
+                                                            s.task_options)
+    assert {(c.task, c.steps) for c in medium} == {("dyck1", 2000), ("khop", 1600)}
+
+
 def test_plan_errors_name_the_choices():
-    with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, paper"):
+    with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, medium, "
+                                              "paper"):
         plan("dyck1", "huge")
 
 

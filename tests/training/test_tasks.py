@@ -1,4 +1,5 @@
-"""The task generators against their definitions (UNIVERSAL.md 10.2), on samples."""
+"""The task generators against their definitions (UNIVERSAL.md 10.2), on samples: the
+vectorised generators against the per-sample references in task_reference.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,25 +10,29 @@ from experiments.errors import ExperimentError
 from experiments.tasks import make_task
 from experiments.tasks import dyck, khop
 
+from . import task_reference as reference
+
 
 @pytest.fixture(scope="module")
 def dyck_task():
     return make_task("dyck1", test_size=500)
 
 
-@given(st.integers(1, 30), st.integers(0, 2**32 - 1))
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=20), st.integers(0, 2**32 - 1))
 def test_balanced_strings_are_balanced_with_t_pairs(pairs, seed):
-    string = dyck.balanced_string(pairs, np.random.default_rng(seed))
-    assert len(string) == 2 * pairs
-    depths = np.cumsum([1 if c == dyck.OPEN else -1 for c in string])
-    assert depths.min() >= 0 and depths[-1] == 0
+    rows = dyck.balanced_strings(np.array(pairs), 60, np.random.default_rng(seed))
+    for row, t in zip(rows, pairs):
+        string = row[row != dyck.PAD].tolist()
+        assert len(string) == 2 * t and np.all(row[2 * t:] == dyck.PAD)
+        assert reference.is_balanced(string)
 
 
 def test_is_balanced_examples():
-    o, c = dyck.OPEN, dyck.CLOSE
+    o, c, p = dyck.OPEN, dyck.CLOSE, dyck.PAD
     assert dyck.is_balanced([o, c, o, o, c, c])
     assert not dyck.is_balanced([c, o])          # goes negative, ends at 0
     assert not dyck.is_balanced([o, o, c])
+    assert dyck.is_balanced([[o, c, p], [c, o, p], [o, o, c]]).tolist() == [True, False, False]
 
 
 def test_dyck_rows_have_the_defining_layout(dyck_task):
@@ -39,7 +44,7 @@ def test_dyck_rows_have_the_defining_layout(dyck_task):
         q = int(query[0])
         string = row[:q]
         assert 1 <= q <= 60 and set(string.tolist()) <= {dyck.OPEN, dyck.CLOSE}
-        expected = dyck.CLOSE if dyck.is_balanced(string) else dyck.OPEN
+        expected = dyck.CLOSE if reference.is_balanced(string.tolist()) else dyck.OPEN
         assert row[q + 1] == expected
         assert np.all(row[q + 2:] == dyck.PAD)
 
@@ -78,21 +83,8 @@ def test_dyck_training_stream_rejects_test_samples():
     batch = task.train_batch(3000, np.random.default_rng(2))
     assert not any(row.tobytes() in test for row in batch.inputs)
     # The rejection has something to reject: short strings repeat across draws.
-    raw = [dyck.encode(dyck.sample_string(30, np.random.default_rng(s)), 30) for s in range(3000)]
+    raw = task.sample_rows(3000, np.random.default_rng(2))
     assert any(row.tobytes() in test for row in raw)
-
-
-def slow_hop(string: list[int], k: int, i: int) -> int:
-    """hop_k(X)_i straight from the definition; -1 for null."""
-    pointer = i
-    for _ in range(k):
-        q = pointer - 1
-        while q >= 0 and string[q] != string[pointer]:
-            q -= 1
-        if q < 0:
-            return -1
-        pointer = q + 1
-    return string[pointer]
 
 
 @settings(max_examples=40, deadline=None)
@@ -104,8 +96,19 @@ def test_khop_targets_match_the_slow_reference(seed, max_hops):
         assert inputs[0] == k and targets[0] == task.blank_id
         letters = (inputs[1:] - khop.LETTER_BASE).tolist()
         for i, target in enumerate(targets[1:]):
-            expected = slow_hop(letters, int(k), i)
+            expected = reference.hop(letters, int(k), i)
             assert target == (task.null_id if expected < 0 else expected + khop.LETTER_BASE)
+
+
+def test_khop_hops_up_to_16_match_the_reference():
+    # Every bit of the binary lifting (k = 0..16 needs bits 0..4) on full-length strings.
+    rng = np.random.default_rng(5)
+    strings = khop.sample_strings(34, 100, 4, rng)
+    counts = np.arange(34) % 17
+    hopped = khop.hops(strings, counts, 4)
+    expected = [[reference.hop(row.tolist(), int(k), i) for i in range(100)]
+                for row, k in zip(strings, counts)]
+    assert hopped.tolist() == expected
 
 
 def test_khop_strings_have_no_equal_neighbours_and_use_all_letters():
@@ -123,7 +126,7 @@ def test_khop_layout_and_hop_counts():
     assert batch.inputs.max() < khop.VOCAB and batch.targets.max() < khop.VOCAB
     # hop_1 at i is the letter after the previous occurrence of X_i: a real induction head.
     one = khop.KHop(seq_len=10, min_hops=1, max_hops=1, test_size=1)
-    assert slow_hop([0, 1, 0, 2, 1], 1, 4) == 0
+    assert reference.hop([0, 1, 0, 2, 1], 1, 4) == 0
     assert khop.hops(np.array([[0, 1, 0, 2, 1]]), np.array([1]), 4).tolist() == [[-1, -1, 1, -1, 0]]
     assert one.seq_len == 9
 

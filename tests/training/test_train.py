@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("optax")
 
+import jax  # noqa: E402
+
 from compiler import forward  # noqa: E402
 from experiments.backbones import Sizes, named_arrays  # noqa: E402
 from experiments.config import RunConfig  # noqa: E402
@@ -68,12 +70,18 @@ def test_runs_are_deterministic():
 
 
 def test_result_records_what_the_issue_asks_for():
-    result = train(config(), progress=False)
+    trainer = Trainer(config(), "cpu")
+    result = trainer.run(progress=False)
     assert result["finished"] and result["step"] == 6 and result["m"] == 40
     assert [c["step"] for c in result["curves"]] == [3, 6]
     assert result["trainable"] == (4 + 63 + 4) * 40 < result["parameters"]
     assert 0 <= result["final"]["accuracy"] <= 1 and result["wall_time_s"] > 0
     assert result["config"]["variant"] == "S-RL"
+    # --device cpu: everything trained lives on the CPU, and the result says where it ran.
+    cpu = jax.devices("cpu")[0]
+    assert result["device"] == {"platform": "cpu", "kind": cpu.device_kind}
+    assert all(leaf.devices() == {cpu} for leaf in jax.tree_util.tree_leaves(
+        (trainer.params, trainer.opt_state)))
 
 
 @pytest.mark.slow

@@ -9,6 +9,8 @@ from compiler.universal.embed import embed
 from compiler.universal.errors import UniversalError
 from compiler.universal.gaussian import build_random, constraint_matrix
 from compiler.universal.paths import constraint_count, target_views
+from compiler.universal.report import size_report
+from compiler.universal.sparse import build_sparse
 from compiler.universal.target import Shape, canonicalise, random_target
 from compiler.universal.verify import verify
 from compiler.weights import AttentionBlock, AttentionHead, weights_equal
@@ -81,19 +83,33 @@ def test_a_singular_system_is_an_error_not_a_wrong_embedding():
         embed(random_target(shape, 0), broken)
 
 
-def test_attention_matching_needs_H_to_the_L_dimensions():
-    """UNIVERSAL.md 8: for d = k = c = 1 the read-out conditions alone are H^L independent
-    equations on E, so m = H^L - 1 leaves a residual for a generic target, whatever the
-    rest of the system. We check the read-out block of M directly: its rank is at most m."""
-    shape = Shape(1, 1, 1, heads=2, layers=3)
-    paths_count = shape.heads ** shape.layers
-    ut = build_random(shape, 5, m=paths_count - 1)
-    readout = constraint_matrix(ut, shape)[:, -paths_count:]
-    assert np.linalg.matrix_rank(readout) == paths_count - 1
+@pytest.mark.parametrize("out_dim", [1, 2])
+def test_attention_matching_needs_c_times_H_to_the_L_dimensions(out_dim):
+    """UNIVERSAL.md 8 with c outputs: for d = k = 1 the read-out conditions alone are
+    c H^L independent equations on E (one c-vector per path), so m = c H^L - 1 leaves a
+    residual for a generic target, whatever the rest of the system. We check the read-out
+    block of M directly: its rank is at most m."""
+    shape = Shape(1, 1, out_dim, heads=2, layers=3)
+    readouts = out_dim * shape.heads ** shape.layers
+    ut = build_random(shape, 5, m=readouts - 1)
+    readout = constraint_matrix(ut, shape)[:, -readouts:]
+    assert np.linalg.matrix_rank(readout) == readouts - 1
     views = np.concatenate(target_views(canonicalise(random_target(shape, 9), shape), shape),
-                           axis=1)[:, -paths_count:]
+                           axis=1)[:, -readouts:]
     solution, *_ = np.linalg.lstsq(readout.T, views.T, rcond=None)
     assert np.abs(solution.T @ readout - views).max() > 1e-6 * np.abs(views).max()
+    # What `build` reports as the bound is this count.
+    reference = size_report(build_sparse(shape))["reference"]
+    assert reference["attention_matching_lower_bound"] == readouts
+
+
+def test_the_paper_bound_is_evaluated_at_the_target_width_d():
+    # d differs from k and c: the paper states O(HLd) in the target's embedding width d.
+    shape = Shape(6, 2, 3, heads=2, layers=2)
+    report = size_report(build_sparse(shape))["reference"]
+    assert report["paper_stated_H_L_d"] == shape.heads * shape.layers * shape.dim
+    assert size_report(build_sparse(Shape(6, 2, 3, heads=1, layers=2)))["reference"][
+        "paper_stated_L_d"] == 2 * 6
 
 
 @pytest.mark.slow
