@@ -48,8 +48,9 @@ def resolve_device(name: str | None) -> str:
     return name
 
 
-def device(name: str) -> "jax.Device":
-    """The first JAX device of platform `name` (checked by resolve_device)."""
+def device(name: str | None) -> "jax.Device":
+    """The first JAX device of platform `name`, or of the best one for None (checked by
+    resolve_device)."""
     return jax.devices(resolve_device(name))[0]
 
 

@@ -158,13 +158,13 @@ class Display:
             pre = "\t" * tabs
             is_list = isinstance(value, list)
             head = ("   list: " if is_list else "   dict: ") + (f"{name} = " if name is not None else "")
-            items = list(value) if is_list else list(value.values())
+            items = value if isinstance(value, list) else list(value.values())
             if not any(isinstance(v, (list, dict, graph.SOp, graph.Selector)) for v in items):
                 lines.append(f"{pre} {first} {head}{list(value) if is_list else value!r}")
                 continue
             lines.append(f"{pre} {first} {head}{pre} " + ("[" if is_list else "{"))
             pending.append(pre + " " * (len(head) + 2) + ("]" if is_list else "}"))
-            if is_list:
+            if isinstance(value, list):
                 children = [(None, v, tabs + 2, "") for v in value]
             else:
                 children = [(None, v, tabs + 3, f"{quote(k)} : ") for k, v in value.items()]

@@ -549,8 +549,8 @@ class Interpreter:
         )
 
     def _apply(self, node: graph.Node, example: Any) -> Applied:
-        kind = "s-op" if isinstance(node, graph.SOp) else "selector"
-        return Applied(self.values_on(node, example), kind, example)
+        return Applied(self.values_on(node, example),
+                       "s-op" if isinstance(node, graph.SOp) else "selector", example)
 
     def _call_function(self, function: Function, args: list, span: Span) -> Any:
         if len(args) != len(function.params):
@@ -668,7 +668,7 @@ class Interpreter:
             return
         if not isinstance(item, (list, str, dict)):
             raise RaspTypeError(
-                f"iterating with multiple iterator names, but got single iterator value: "
+                "iterating with multiple iterator names, but got single iterator value: "
                 + describe(item, 40)
             )
         if len(item) != len(names):

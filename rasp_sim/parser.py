@@ -84,9 +84,9 @@ class _SetExampleState:
         ended before it."""
         out = []
         if self.watching and self._complete() and (
-            tok.line > self.prev.end_line or tok.type not in _CONTINUES
+            _lines(tok)[0] > _lines(self._last())[1] or tok.type not in _CONTINUES
         ):
-            out.append(Token.new_borrow_pos("_SET_END", "", self.prev))
+            out.append(Token.new_borrow_pos("_SET_END", "", self._last()))
             self.watching = False
         if tok.type == "SET":
             self.armed = True
@@ -107,8 +107,12 @@ class _SetExampleState:
     def finish(self) -> list[Token]:
         """The tokens to pass on at the end of the input."""
         if self.watching and self._complete():
-            return [Token.new_borrow_pos("_SET_END", "", self.prev)]
+            return [Token.new_borrow_pos("_SET_END", "", self._last())]
         return []
+
+    def _last(self) -> Token:
+        assert self.prev is not None  # watching starts at a token (EXAMPLE)
+        return self.prev
 
     def _complete(self) -> bool:
         return (self.prev is not None and self.depth == 0 and self.open_ifs == 0
@@ -152,7 +156,9 @@ class _Builder(Transformer_NonRecursive):
         return Span(self.source, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def _token_span(self, tok: Token) -> Span:
-        return Span(self.source, tok.line, tok.column, tok.end_line, tok.end_column)
+        first, last = _lines(tok)
+        assert tok.column is not None and tok.end_column is not None
+        return Span(self.source, first, tok.column, last, tok.end_column)
 
     def _reject(self, message: str, tok: Token) -> RaspSyntaxError:
         return RaspSyntaxError(message, self._token_span(tok))
@@ -408,3 +414,10 @@ class IncrementalCheck:
 def _line_lexer() -> BasicLexer:
     """The parser's lexer without the post-lexer (`IncrementalCheck` runs the closer)."""
     return BasicLexer(_lark().lexer_conf)
+
+
+def _lines(tok: Token) -> tuple[int, int]:
+    """A lexed token's first and last line (Lark leaves them None only for tokens it
+    did not lex)."""
+    assert tok.line is not None and tok.end_line is not None
+    return tok.line, tok.end_line

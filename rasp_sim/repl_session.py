@@ -85,7 +85,7 @@ class Session(Host):
         elif result.kind == "applied":
             lines = self.display.applied(result.value)
         elif result.kind == "example":
-            lines = self.display.example(result.name)
+            lines = self.display.example(_named(result))
         else:
             lines = ["\t\t!!ignoring input:", "\t " + result.value.format()]
         for line in lines:
@@ -175,16 +175,22 @@ class ReplSession(Session):
                 if r.kind == "named":
                     if r.name in seen:
                         continue
-                    seen.add(r.name)
+                    seen.add(_named(r))
                 kept.append(r)
             results = kept[::-1]
         for result in results:
             self._show(result)
 
 
+def _named(result: Result) -> str:
+    """The name of a named or example result (the kinds that always have one)."""
+    assert result.name is not None, result.kind
+    return result.name
+
+
 def _shown_from_file(result: Result) -> bool:
     if result.kind == "named":
-        return is_exported(result.name)
+        return is_exported(_named(result))
     return result.kind in ("example", "error")
 
 

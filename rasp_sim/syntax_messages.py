@@ -80,6 +80,7 @@ def syntax_error(exc: UnexpectedInput, source: Source) -> RaspSyntaxError:
 
 def _bad_character(exc: UnexpectedCharacters, source: Source) -> RaspSyntaxError:
     text, pos, char = source.text, exc.pos_in_stream, exc.char
+    assert pos is not None  # the lexer always says where it stopped
     width = 1
     before = text[pos - 1] if pos > 0 else ""
     after = text[pos + 1] if pos + 1 < len(text) else ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from . import ast
 from . import graph
@@ -51,7 +51,7 @@ def is_atom(value: Any) -> bool:
     return isinstance(value, ATOM_TYPES)
 
 
-def is_graph(value: Any) -> bool:
+def is_graph(value: Any) -> TypeGuard[graph.Node]:
     return isinstance(value, (graph.SOp, graph.Selector))
 
 

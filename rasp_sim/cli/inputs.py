@@ -124,7 +124,8 @@ class _TokenError(Exception):
         self.token, self.message = token, message
 
 
-def _parse_list(text: str, start: int, span: Span | None, exact: bool) -> list[Atom]:
+def _parse_list(text: str, start: int, span: Span | None,
+                exact: bool) -> "list[Atom] | np.ndarray":
     """The JSON list at text[start:] (which starts with '['), its elements checked."""
     # Only a line that long can hold an integer beyond the limit: shorter ones skip the check.
     decoder = _decoder(exact, checked_ints=len(text) > MAX_INT_DIGITS)
@@ -162,7 +163,7 @@ def _flat_list(text: str, start: int, decoder: json.JSONDecoder,
     """Parse a JSON list of atoms without recursing: a nested list or object is an error
     at its first character (json.loads would recurse, and overflow the stack when deep)."""
     values: list[Atom] = []
-    pos = _WHITESPACE.match(text, start + 1).end()
+    pos = _after_space(text, start + 1)
     if text.startswith("]", pos):
         return values, pos + 1
     while True:
@@ -172,15 +173,21 @@ def _flat_list(text: str, start: int, decoder: json.JSONDecoder,
                                 "must be numbers, strings or booleans", _shift(span, pos))
         value, pos = decoder.raw_decode(text, pos)
         values.append(value)
-        pos = _WHITESPACE.match(text, pos).end()
+        pos = _after_space(text, pos)
         if text.startswith("]", pos):
             return values, pos + 1
         if not text.startswith(",", pos):
             raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
-        pos = _WHITESPACE.match(text, pos + 1).end()
+        pos = _after_space(text, pos + 1)
 
 
 @functools.cache
+def _after_space(text: str, pos: int) -> int:
+    """The first position at or after `pos` that is not JSON whitespace."""
+    match = _WHITESPACE.match(text, pos)
+    return pos if match is None else match.end()
+
+
 def _decoder(exact: bool, checked_ints: bool) -> json.JSONDecoder:
     return json.JSONDecoder(parse_float=_exact_number if exact else None,
                             parse_int=_checked_int if checked_ints else None)

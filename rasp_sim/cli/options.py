@@ -23,18 +23,19 @@ def parse_size(text: str) -> int:
     lowered = text.strip().lower()
     number = lowered.rstrip("abcdefghijklmnopqrstuvwxyz")
     unit = lowered[len(number):]
+    invalid = argparse.ArgumentTypeError(
+        f"invalid size {text!r}: use a positive number of bytes or e.g. 512MiB, 4GiB")
     try:
         amount = Decimal(number)
         scale = _SIZE_UNITS[unit]
     except (InvalidOperation, KeyError):
-        amount = scale = None
+        raise invalid from None
     # Compared before multiplying: Decimal('1e999999999') * 1024 overflows.
-    if amount is not None and amount.is_finite() and amount > MAX_SIZE // scale:
+    if amount.is_finite() and amount > MAX_SIZE // scale:
         raise argparse.ArgumentTypeError(
             f"size {text!r} is larger than any machine's memory (at most 2**63 - 1 bytes)")
-    if amount is None or not amount.is_finite() or amount <= 0 or amount * scale < 1:
-        raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: use a positive number of bytes or e.g. 512MiB, 4GiB")
+    if not amount.is_finite() or amount <= 0 or amount * scale < 1:
+        raise invalid
     return int(amount * scale)
 
 

@@ -93,7 +93,7 @@ def _run_chunk(repl: ReplSession, text: str, out: TextIO) -> None:
             break
 
 
-def _report_errors(action: Callable[[], None], out: TextIO) -> None:
+def _report_errors(action: Callable[[], object], out: TextIO) -> None:
     """Run `action`; a RaspError is printed, Ctrl-C (KeyboardInterrupt) stops it and
     prints `interrupted`: neither ends the session, and earlier definitions stay."""
     try:
