@@ -181,13 +181,13 @@ def _flat_list(text: str, start: int, decoder: json.JSONDecoder,
         pos = _after_space(text, pos + 1)
 
 
-@functools.cache
 def _after_space(text: str, pos: int) -> int:
     """The first position at or after `pos` that is not JSON whitespace."""
     match = _WHITESPACE.match(text, pos)
     return pos if match is None else match.end()
 
 
+@functools.cache
 def _decoder(exact: bool, checked_ints: bool) -> json.JSONDecoder:
     return json.JSONDecoder(parse_float=_exact_number if exact else None,
                             parse_int=_checked_int if checked_ints else None)
