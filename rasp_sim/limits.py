@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import sys
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterable
 
 from .errors import RaspResourceError
 from .text import big_number
@@ -80,6 +80,29 @@ def check_atom_operation(op: str, a: Any, b: Any, *, exact: bool = False) -> Non
             f"{size:,} bits, above the limit of {MAX_FRACTION_BITS:,} "
             "(rasp_sim.limits.MAX_FRACTION_BITS)"
         )
+
+
+def check_rational_sum(values: Iterable[Any], what: str) -> None:
+    """Refuse an exact sum (or mean) of `values` whose result could exceed
+    MAX_FRACTION_BITS, before adding: its denominator divides the product of the distinct
+    denominators, and its numerator is at most the count times the largest |value| times
+    that product. (The operands are each within the limit; it is their sum that can grow,
+    layer after layer, like repeated squaring.)"""
+    denominators: set[int] = set()
+    largest = count = 0
+    for v in values:
+        if isinstance(v, Fraction):
+            denominators.add(v.denominator)
+            largest = max(largest, abs(v.numerator).bit_length() - v.denominator.bit_length())
+        elif isinstance(v, int):
+            largest = max(largest, abs(v).bit_length())
+        count += 1
+    size = sum(d.bit_length() for d in denominators) + largest + count.bit_length() + 1
+    if size > MAX_FRACTION_BITS:
+        raise RaspResourceError(
+            f"the exact {what} of {count:,} rationals ({len(denominators):,} distinct "
+            f"denominators) could have a numerator or denominator of up to {size:,} bits, "
+            f"above the limit of {MAX_FRACTION_BITS:,} (rasp_sim.limits.MAX_FRACTION_BITS)")
 
 
 def _is_rational(x: Any) -> bool:

@@ -134,3 +134,25 @@ def test_exact_mode_small_rational_powers_are_computed():
     assert interpreter.lookup("a") == Fraction(8, 27)
     assert interpreter.lookup("b") == Fraction(27, 8)
     assert interpreter.lookup("c") == Fraction(1, 3**1000)
+
+
+def test_an_exact_mean_of_rationals_is_bounded_before_adding():
+    # Two rationals of 60,000-bit distinct denominators are each within the limit; their
+    # sum's denominator can reach 120,000 bits (the product), so the mean is refused at
+    # the aggregate before it is computed. Equal denominators keep it well within.
+    from rasp_sim.evaluate import evaluate
+
+    interpreter = Interpreter(exact=True)
+    interpreter.run_source("s = select(indices, indices, <=);\n"
+                           "m = aggregate(s, tokens_float);\n", "mean.rasp")
+    big = 2**60_000
+    distinct = [Fraction(1, big + 1), Fraction(1, big + 3)]
+    with pytest.raises(RaspResourceError) as info:
+        evaluate([interpreter.lookup("m")], [distinct], exact=True)
+    assert info.value.span.line == 2
+    assert ("the exact mean of 2 rationals (2 distinct denominators) could have a numerator "
+            "or denominator of up to 120,") in info.value.message
+    assert f"above the limit of {MAX_FRACTION_BITS:,}" in info.value.message
+    shared = [Fraction(1, big + 1), Fraction(3, big + 1)]
+    (means,) = evaluate([interpreter.lookup("m")], [shared], exact=True)[0]
+    assert list(means) == [shared[0], sum(shared) / 2]  # query 1 averages keys 0 and 1

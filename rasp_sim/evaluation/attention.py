@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import semantics
+from ..limits import check_rational_sum
 from .columns import (
     FLOAT32_EXACT_INT,
     FLOAT_EXACT_INT,
@@ -145,6 +146,9 @@ def _reduce(
                 return sums.astype(np.float64) / np.maximum(count, 1)
             return _finish_objects(sums.astype(object), count, multi, exact)
     rows = multi.any(axis=-1)  # other rows may hold strings: only these are numeric
+    if exact and kind == "O":  # each input's whole row bounds what any query adds up
+        for row in values[rows]:
+            check_rational_sum(row.tolist(), "mean" if reduction == "mean" else "sum")
     masked = np.where(sel[rows], values[rows].astype(object)[:, None, :], 0)
     sums = np.zeros(count.shape, dtype=object)
     sums[rows] = np.add.reduce(masked, axis=-1) + 0  # sequential for object arrays
