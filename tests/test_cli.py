@@ -240,3 +240,16 @@ def test_compile_and_verify_take_the_sandbox_option(escaping_program):
         assert parser.parse_args(argv).sandbox is False
     with pytest.raises(RaspLoadError, match="--sandbox refuses to load '../outside'"):
         load_sop(str(escaping_program), "x", sandbox=True)
+
+
+def test_an_error_inside_the_library_is_reported_at_the_users_line(capsys):
+    # sort's nodes are all built inside the standard library, so the evaluator's own
+    # location is a library line; the user sees their statement, the library's as a note.
+    code, _, err = run_cli(capsys, "run", str(EXAMPLES / "sort.rasp"), "--input", "abc")
+    assert code == 1
+    lines = err.splitlines()
+    assert lines[0].startswith(f"{EXAMPLES / 'sort.rasp'}:5:1: runtime error: tokens_int of 'a' "
+                               "(str) failed")
+    assert lines[0].endswith("on input 0 ('abc') (at <stdlib>:91:20, in a loaded library)")
+    assert lines[1].strip() == "sorted = sort(tokens, tokens);"
+    assert "  note: <stdlib>:91:20:" in lines

@@ -9,7 +9,6 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 
 from ..errors import RaspError
 from ..graph import SOp
@@ -18,7 +17,7 @@ from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
     add_unvalidated_option,
 )
-from .program import load_named_node
+from .program import at_call_site, load_named_node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -132,7 +131,7 @@ def run_compile(args: argparse.Namespace) -> int:
                                         name=args.name, tracr_oracle=args.check_tracr,
                                         min_len=args.min_len or 1, numeric=numeric)
     except driver.Unsupported as refusal:
-        raise _at_call_site(refusal, args.file, args.name) from None
+        raise at_call_site(refusal, args.file, args.name) from None
     output = args.output or f"{args.name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
@@ -156,30 +155,6 @@ def run_compile(args: argparse.Namespace) -> int:
               if result.report.disagreement else "warning: written UNVALIDATED (--force)",
               file=sys.stderr)
     return 0
-
-
-def _at_call_site(error: RaspError, file: str, name: str) -> RaspError:
-    """A refusal located in a loaded library is reported at the user's statement that
-    binds `name` (the call that led there), with the library's line as a note."""
-    if error.span is None or Path(error.span.file).resolve() == Path(file).resolve():
-        return error
-    from ..ast import Assign
-    from ..errors import quote
-    from ..parser import parse
-    from ..program_files import read_program
-
-    try:
-        program = parse(read_program(file), file)
-    except RaspError:
-        return error
-    binding = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
-    if not binding:
-        return error
-    library = error.span
-    error.message = f"{error.message} (at {library}, in a loaded library)"
-    error.notes = [f"  note: {library}:", *quote(library), *error.notes]
-    error.span = binding[-1].span
-    return error
 
 
 def _token_range(text: str) -> tuple[float, float]:

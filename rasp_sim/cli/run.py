@@ -89,15 +89,18 @@ Columns = Callable[[list, int], Iterator[tuple[list[int], Any]]]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from .program import load_program
+    from .program import at_call_site, load_program
 
     program = load_program(args.file, exact=args.exact, strict=args.strict,
                            sandbox=args.sandbox)
     name = program.node(args.name)[0]  # a missing name fails before any input runs
 
     def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
-        return program.evaluate_groups(inputs, name, memory_limit=args.memory_limit,
-                                       first_index=first_index)
+        try:
+            yield from program.evaluate_groups(inputs, name, memory_limit=args.memory_limit,
+                                               first_index=first_index)
+        except RaspError as error:  # a library's line: shown as a note of the user's own
+            raise at_call_site(error, args.file, name) from None
 
     return name, columns
 
