@@ -17,7 +17,7 @@ from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
     add_unvalidated_option,
 )
-from .program import at_call_site, load_named_node
+from .program import at_call_site, binding_span, load_named_node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -131,7 +131,7 @@ def run_compile(args: argparse.Namespace) -> int:
                                         name=args.name, tracr_oracle=args.check_tracr,
                                         min_len=args.min_len or 1, numeric=numeric)
     except driver.Unsupported as refusal:
-        raise at_call_site(refusal, args.file, args.name) from None
+        raise at_call_site(refusal, binding_span(args.file, args.name)) from None
     output = args.output or f"{args.name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ast import Assign
-from ..errors import RaspError, quote
+from ..errors import RaspError, Span, quote
 from ..graph import Node
 from ..parser import parse
 from ..program import Program
@@ -35,22 +35,26 @@ def load_named_node(file: str, name: str | None, *, strict: bool = False,
     return load_program(file, strict=strict, sandbox=sandbox).node(name)
 
 
-def at_call_site(error: RaspError, file: str, name: str) -> RaspError:
-    """An error located in a loaded file (the standard library, `programs/`) is reported
-    at the user's statement that binds `name` (the call that led there), with the loaded
-    file's line as a note: graph nodes built inside a library function remember only
-    the library's lines."""
-    if error.span is None or Path(error.span.file).resolve() == Path(file).resolve():
-        return error
+def binding_span(file: str, name: str) -> Span | None:
+    """The span of the last statement of `file` that binds `name`, or None."""
     try:
         program = parse(read_program(file), file)
     except RaspError:
-        return error
-    binding = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
-    if not binding:
+        return None
+    bindings = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
+    return bindings[-1].span if bindings else None
+
+
+def at_call_site(error: RaspError, binding: Span | None) -> RaspError:
+    """An error located in a loaded file (the standard library, `programs/`) is reported
+    at `binding`, the user's statement that binds the evaluated name (the call that led
+    there; see `binding_span`), with the loaded file's line as a note: graph nodes built
+    inside a library function remember only the library's lines."""
+    if (error.span is None or binding is None
+            or Path(error.span.file).resolve() == Path(binding.file).resolve()):
         return error
     library = error.span
     error.message = f"{error.message} (at {library}, in a loaded library)"
     error.notes = [f"  note: {library}:", *quote(library), *error.notes]
-    error.span = binding[-1].span
+    error.span = binding
     return error

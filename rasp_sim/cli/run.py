@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import RaspError
+from ..errors import RaspError, Span
 from . import UsageError
 from .inputs import BadInput, atoms, command_line_input, read_inputs_file
 from .output import Printer
@@ -89,18 +90,22 @@ Columns = Callable[[list, int], Iterator[tuple[list[int], Any]]]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from .program import at_call_site, load_program
+    from .program import at_call_site, binding_span, load_program
 
     program = load_program(args.file, exact=args.exact, strict=args.strict,
                            sandbox=args.sandbox)
     name = program.node(args.name)[0]  # a missing name fails before any input runs
+
+    @functools.cache  # parsed once, at the first error: a batch may raise thousands
+    def binding() -> Span | None:
+        return binding_span(args.file, name)
 
     def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
         try:
             yield from program.evaluate_groups(inputs, name, memory_limit=args.memory_limit,
                                                first_index=first_index)
         except RaspError as error:  # a library's line: shown as a note of the user's own
-            raise at_call_site(error, args.file, name) from None
+            raise at_call_site(error, binding()) from None
 
     return name, columns
 
