@@ -122,20 +122,25 @@ def test_single_and_multi_head_U_at_size_4(driver, numeric_node):
     out = run_weights(single.weights, [layout(x, wq, wk, wv, length=64)])[0]
     close(out[:16], attention_ref(x, wq, wk, wv, 0.5).ravel())
     multi = compiled(driver, numeric_node, "multihead_4", 144, samples=20)
-    heads = [tuple(rng.normal(size=(4, 4)) for _ in range(3)) for _ in range(2)]
-    wo = rng.normal(size=(8, 4))
-    out = run_weights(multi.weights, [layout(x, *[w for h in heads for w in h], wo, length=144)])[0]
-    close(out[:16], mha_ref(x, heads, wo, 0.5).ravel())
+    check_two_head_U(multi, x, rng, 144, 0.5)
 
 
 def test_multi_head_U_against_numpy(driver, numeric_node):
     result = compiled(driver, numeric_node, "multihead_2", 36)
     rng = np.random.default_rng(7)
-    x = rng.normal(size=(2, 2))
-    heads = [tuple(rng.normal(size=(2, 2)) for _ in range(3)) for _ in range(2)]
-    wo = rng.normal(size=(4, 2))
-    out = run_weights(result.weights, [layout(x, *[w for h in heads for w in h], wo, length=36)])[0]
-    close(out[:4], mha_ref(x, heads, wo, 1.0).ravel())
+    check_two_head_U(result, rng.normal(size=(2, 2)), rng, 36, 1.0)
+
+
+def check_two_head_U(result, x: np.ndarray, rng: np.random.Generator, length: int,
+                     tau: float) -> None:
+    """The compiled two-head U on random head weights for the n x n input `x`, against
+    NumPy's multi-head attention."""
+    n = x.shape[0]
+    heads = [tuple(rng.normal(size=(n, n)) for _ in range(3)) for _ in range(2)]
+    wo = rng.normal(size=(2 * n, n))
+    out = run_weights(result.weights, [layout(x, *[w for h in heads for w in h], wo,
+                                              length=length)])[0]
+    close(out[:n * n], mha_ref(x, heads, wo, tau).ravel())
 
 
 def test_encoder_layer_against_numpy(driver, numeric_node):
