@@ -11,7 +11,7 @@
   --workers 2). Its numbers are rasp-sim's own and are not comparable step for step with
   the paper's; its learning curves are still rising at the end.
 - medium: the small budget run 4 times as long (Dyck-1 2,000 steps, k-hop 1,600, batch
-  32, warm-up scaled too), sized to about two hours on 2 CPU cores: per-step CPU times of
+  32, warm-up scaled too), plus k-hop at max_hops = 4 (L = 4), sized to about two hours on 2 CPU cores: per-step CPU times of
   the 42 runs (Dyck-1 66 ms, k-hop 92 ms on average over the backbones at batch 32) plus
   the fixed compile and evaluation costs make it 3.3 times the small budget, whose measured
   33 minutes scale to about 1 h 50 min. Longer rather than larger, because the one longer
@@ -61,9 +61,15 @@ def _small(task: str) -> list[RunConfig]:
 
 def _medium(task: str) -> list[RunConfig]:
     # Same machines, sizes, learning rate and data as small, 4x the steps; curve points every
-    # 200 steps (10 for Dyck-1, 8 for k-hop).
-    return [replace(run, steps=4 * run.steps, warmup=4 * run.warmup, eval_every=200,
+    # 200 steps (10 for Dyck-1, 8 for k-hop). k-hop adds max_hops = 4, one layer deeper
+    # (L = ceil(log2 max_hops) + 2, the paper's rule).
+    runs = [replace(run, steps=4 * run.steps, warmup=4 * run.warmup, eval_every=200,
                     checkpoint_every=2 * run.checkpoint_every) for run in _small(task)]
+    if task == "khop":
+        two_hops = runs[0]
+        runs.append(replace(two_hops, sizes=replace(two_hops.sizes, layers=4),
+                            task_options={**two_hops.task_options, "max_hops": 4}))
+    return runs
 
 
 def _ci(task: str) -> list[RunConfig]:

@@ -72,7 +72,12 @@ def test_plans_cover_the_comparison_table():
 
 def test_medium_budget_is_the_small_one_four_times_as_long():
     small, medium = plan("all", "small"), plan("all", "medium")
+    four_hops = [c for c in medium if c.task_options.get("max_hops") == 4]
+    medium = [c for c in medium if c not in four_hops]
     assert [c.name() for c in medium] == [c.name() for c in small]  # same runs and seeds
+    # the added k-hop setting: every backbone and seed, one layer deeper
+    assert sorted((c.variant, c.seed, c.sizes.layers) for c in four_hops) == sorted(
+        (c.variant, c.seed, 4) for c in small if c.task == "khop")
     for s, m in zip(small, medium):
         assert (m.steps, m.warmup) == (4 * s.steps, 4 * s.warmup)
         assert (m.sizes, m.batch, m.lr, m.task_options) == (s.sizes, s.batch, s.lr,
