@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from .errors import RaspNameError, RaspTypeError
 from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_groups
 from .graph import Node
@@ -52,7 +54,8 @@ class Program:
         """The value of each of the program's `nodes` on each input (`out[i][r]`)."""
         return evaluate(nodes, inputs, exact=self.exact, memory_limit_bytes=memory_limit)
 
-    def evaluate_groups(self, inputs: Sequence[Any], name: str | None = None, *,
+    def evaluate_groups(self, inputs: Sequence[Any] | np.ndarray,
+                        name: str | None = None, *,
                         memory_limit: int = DEFAULT_MEMORY_LIMIT,
                         first_index: int = 0) -> Iterator[tuple[list[int], Any]]:
         """`name`'s value arrays, one length group at a time, with the positions of the

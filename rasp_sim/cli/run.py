@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from ..errors import RaspError, Span
 from . import UsageError
-from .inputs import BadInput, atoms, command_line_input, read_inputs_file
+from .inputs import BadInput, Entries, atoms, command_line_input, read_inputs_file
 from .output import Printer
 from .options import (
     add_input_options, add_json_option, add_language_options, add_memory_limit_option,
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 # The evaluation of a list of inputs: (positions in the list, output column) per group.
 # The int is the index of the list's first input in the whole batch, for error messages.
-Columns = Callable[[list, int], Iterator[tuple[list[int], Any]]]
+Columns = Callable[["Sequence[Any] | np.ndarray", int], Iterator[tuple[list[int], Any]]]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
@@ -100,7 +102,8 @@ def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
     def binding() -> Span | None:
         return binding_span(args.file, name)
 
-    def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
+    def columns(inputs: Sequence[Any] | np.ndarray,
+                first_index: int) -> Iterator[tuple[list[int], Any]]:
         try:
             yield from program.evaluate_groups(inputs, name, memory_limit=args.memory_limit,
                                                first_index=first_index)
@@ -117,20 +120,21 @@ def _weights_columns(args: argparse.Namespace) -> tuple[str, Columns]:
     if warning:
         print(warning, file=sys.stderr)
 
-    def columns(inputs: list, first_index: int) -> Iterator[tuple[list[int], Any]]:
+    def columns(inputs: Sequence[Any] | np.ndarray,
+                first_index: int) -> Iterator[tuple[list[int], Any]]:
         # the model's token lookup wants Python atoms, not NumPy scalars
         yield list(range(len(inputs))), run_weights(model, [atoms(x) for x in inputs])
 
     return args.weights, columns
 
 
-def _collect_inputs(args: argparse.Namespace) -> list:
+def _collect_inputs(args: argparse.Namespace) -> Entries:
     if not args.inputs:
         return [command_line_input(text, number, exact=args.exact)
                 for number, text in enumerate(args.input_texts, start=1)]
     entries = read_inputs_file(args.inputs, exact=args.exact,
                                max_bytes=args.memory_limit // INPUTS_FILE_SHARE)
-    if args.fail_fast:
+    if args.fail_fast and isinstance(entries, list):  # (a matrix holds no BadInput)
         for entry in entries:
             if isinstance(entry, BadInput):
                 raise entry.error
@@ -146,7 +150,7 @@ def _progress(starts: range, total: int) -> Iterable[int]:
     return tqdm(starts, desc="evaluating", unit="chunk", file=sys.stderr)
 
 
-def _chunk_entries(columns: Columns, printer: Printer, chunk: list, start: int,
+def _chunk_entries(columns: Columns, printer: Printer, chunk: Entries, start: int,
                    fail_fast: bool) -> tuple[list[str], int]:
     """The printed entries of chunk (inputs start.. of the batch), and how many failed.
 
@@ -155,19 +159,22 @@ def _chunk_entries(columns: Columns, printer: Printer, chunk: list, start: int,
     entries: list[str] = [""] * len(chunk)
     failures: dict[int, RaspError] = {}
     positions = []
-    for k, entry in enumerate(chunk):
-        if isinstance(entry, BadInput):
-            entries[k] = printer.failure(entry.text, entry.error)
-            failures[k] = entry.error
-        else:
-            positions.append(k)
+    if isinstance(chunk, np.ndarray):  # inputs read in bulk: all valid
+        positions = list(range(len(chunk)))
+    else:
+        for k, entry in enumerate(chunk):
+            if isinstance(entry, BadInput):
+                entries[k] = printer.failure(entry.text, entry.error)
+                failures[k] = entry.error
+            else:
+                positions.append(k)
     results: list[tuple[list[int], Any]] = []
     if fail_fast:  # no BadInput here: the whole chunk at once, errors raised
         results = list(columns(chunk, start))
     elif positions:
         _settle(columns, chunk, positions, start, results, failures)
     for ids, column in results:
-        for k, text in zip(ids, printer.outputs([chunk[k] for k in ids], column)):
+        for k, text in zip(ids, printer.outputs(_pick(chunk, ids), column)):
             entries[k] = text
     for k, error in failures.items():
         if not isinstance(chunk[k], BadInput):
@@ -175,12 +182,12 @@ def _chunk_entries(columns: Columns, printer: Printer, chunk: list, start: int,
     return entries, len(failures)
 
 
-def _settle(columns: Columns, chunk: list, positions: list[int], start: int,
+def _settle(columns: Columns, chunk: Entries, positions: list[int], start: int,
             results: list[tuple[list[int], Any]], failures: dict[int, RaspError]) -> None:
     """Evaluate chunk[k] for k in positions, appending (chunk positions, column) to results
     and each input that fails alone to failures."""
     try:
-        for ids, column in list(columns([chunk[k] for k in positions], start + positions[0])):
+        for ids, column in list(columns(_pick(chunk, positions), start + positions[0])):
             results.append(([positions[i] for i in ids], column))
     except RaspError as error:
         if len(positions) == 1:
@@ -189,3 +196,11 @@ def _settle(columns: Columns, chunk: list, positions: list[int], start: int,
         middle = len(positions) // 2
         _settle(columns, chunk, positions[:middle], start, results, failures)
         _settle(columns, chunk, positions[middle:], start, results, failures)
+
+
+def _pick(chunk: Entries, positions: list[int]) -> Entries:
+    """chunk's inputs at `positions`, a matrix's as a matrix (evaluated whole)."""
+    if isinstance(chunk, np.ndarray):
+        whole = positions == list(range(len(chunk)))  # the usual case: no copy
+        return chunk if whole else chunk[positions]
+    return [chunk[k] for k in positions]

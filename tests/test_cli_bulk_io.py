@@ -1,0 +1,95 @@
+"""`rasp-sim run`'s bulk paths give what the per-item paths give: the reader of inputs files
+(a file of integer lists read as one int64 matrix) and the printer of integer matrices."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from cli_helpers import run_cli, write
+from rasp_sim.cli.inputs import BadInput, _inputs_by_line, _integer_lists
+from rasp_sim.cli.output import TABLE_SPAN, int_rows_text
+from rasp_sim.errors import Source
+
+INT64 = 2 ** 63
+
+integers = st.one_of(st.integers(-20, 20), st.integers(-INT64, INT64),  # both edges of int64
+                     st.integers(-10 ** 30, 10 ** 30))
+spaces = st.sampled_from(["", " ", "  ", "\t"])
+
+
+@st.composite
+def int_list_line(draw: st.DrawFn) -> str:
+    values = draw(st.lists(integers, min_size=0, max_size=6))
+    parts = [draw(spaces) + str(v) + draw(spaces) for v in values]
+    return draw(spaces) + "[" + ",".join(parts) + "]" + draw(spaces)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, line: str) -> str:
+    """`line` with a character of the bulk reader's alphabet inserted or one removed:
+    mostly invalid JSON ("[1,,2]", "[-]", "[1 2]", "[[1]", "[01]") the bulk reader must
+    decline."""
+    if not line or draw(st.booleans()):
+        return line
+    k = draw(st.integers(0, len(line) - 1))
+    if draw(st.booleans()):
+        return line[:k] + line[k + 1:]
+    return line[:k] + draw(st.sampled_from(list("0-,[] \t\r"))) + line[k:]
+
+
+lines = st.one_of(int_list_line().flatmap(mutated), st.just(""), st.just("  "),
+                  st.sampled_from(["abc", "[1.5, 2]", '["a"]', "[true]", "[1, 2]\r"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(lines, min_size=0, max_size=8), st.sampled_from(["\n", "\r\n"]))
+def test_bulk_reader_equals_the_line_by_line_reader(file_lines, newline):
+    text = newline.join(file_lines)
+    by_line = _inputs_by_line(text, Source("inputs.txt", text), exact=False)
+    bulk = _integer_lists(text)
+    event("bulk" if bulk is not None else "line by line")
+    if bulk is None:
+        return
+    rows = list(bulk)  # a matrix's rows or the list of arrays
+    assert all(not isinstance(entry, BadInput) for entry in by_line)
+    assert [row.dtype for row in rows] == [np.dtype(np.int64)] * len(rows)
+    assert [row.tolist() for row in rows] == [np.asarray(entry).tolist() for entry in by_line]
+
+
+def test_a_batch_of_one_length_is_one_matrix_and_mixed_lengths_are_rows():
+    matrix = _integer_lists("[1, 2]\n\n[3,4]\n  [-5 ,6] \n")
+    assert isinstance(matrix, np.ndarray) and matrix.tolist() == [[1, 2], [3, 4], [-5, 6]]
+    rows = _integer_lists("[1, 2]\n[3]\n")
+    assert isinstance(rows, list) and [r.tolist() for r in rows] == [[1, 2], [3]]
+
+
+def test_a_file_read_in_bulk_runs_as_the_same_file_read_line_by_line(capsys, tmp_path):
+    program = write(tmp_path, "sorted = sort(tokens_int, tokens_int);\n")
+    batch = "".join(f"[{(7 * k) % 5}, {k % 3}, {-k}, {k * k}]\n" for k in range(300))
+    bulk = write(tmp_path, batch, "bulk.txt")
+    # one line that is not an integer list sends the whole file line by line
+    by_line = write(tmp_path, batch + "abc\n", "by_line.txt")
+    for flags in ([], ["--json"]):
+        code, bulk_out, _ = run_cli(capsys, "run", program, "--inputs", bulk, *flags)
+        assert code == 0
+        code, line_out, _ = run_cli(capsys, "run", program, "--inputs", by_line, *flags)
+        assert code == 1  # "abc" fails: its tokens are not integers
+        assert line_out.splitlines()[:300] == bulk_out.splitlines()
+        assert len(bulk_out.splitlines()) == 300
+
+
+# Values near zero (printed through the table of value texts), across all of int64 (each
+# row by str), and spans just around the table's limit.
+matrix_values = st.one_of(st.integers(-3, 3), st.integers(-2 ** 63, 2 ** 63 - 1),
+                          st.integers(-TABLE_SPAN, TABLE_SPAN))
+
+
+@settings(max_examples=300, deadline=None)
+@given(hnp.arrays(np.int64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=9),
+                  elements=matrix_values))
+def test_integer_rows_print_as_str_of_their_lists(matrix):
+    span = int(matrix.max()) - int(matrix.min()) if matrix.size else 0
+    event("table" if 0 < matrix.size and span <= max(TABLE_SPAN, matrix.size) else "str")
+    assert int_rows_text(matrix) == [str(row) for row in matrix.tolist()]
