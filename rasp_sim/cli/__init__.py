@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from typing import NamedTuple, Sequence
@@ -23,6 +24,7 @@ class Command(NamedTuple):
     # its siblings in the same module) and sets `handler(args) -> int` as a default
     help: str  # as the module's parser says it: `rasp-sim --help` lists it unimported
     aliases: tuple[str, ...] = ()
+    blas_threads: bool = False  # multiplies big matrices: OpenBLAS may use every core
 
 
 # The subcommands, in help order (tests/test_cli_main.py checks them against the modules).
@@ -34,13 +36,15 @@ COMMANDS: tuple[Command, ...] = (
             "draw an s-op's graph, one band per layer (.png, .svg or .dot)"),
     Command("repl", "rasp_sim.cli.repl", "interactive RASP session with a running example"),
     Command("universal", "rasp_sim.cli.universal",
-            "fixed universal transformers: build, embed a target, verify"),
+            "fixed universal transformers: build, embed a target, verify", blas_threads=True),
     Command("compile", "rasp_sim.cli.compile",
-            "compile an s-op to transformer weights through tracr, validated"),
+            "compile an s-op to transformer weights through tracr, validated",
+            blas_threads=True),
     Command("verify", "rasp_sim.cli.compile",
-            "re-run the validation of compiled weights against a program"),
+            "re-run the validation of compiled weights against a program", blas_threads=True),
     Command("experiment", "rasp_sim.cli.experiment",
-            "train embeddings of frozen universal transformers (Dyck-1, k-hop)"),
+            "train embeddings of frozen universal transformers (Dyck-1, k-hop)",
+            blas_threads=True),
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2
@@ -67,6 +71,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         else:
             subparsers.add_parser(entry.name, aliases=entry.aliases, help=entry.help)
     return parser
+
+
+def one_blas_thread_unless_needed(command: str | None) -> None:
+    """Before NumPy loads, limit OpenBLAS to one thread for the commands that need no
+    more (not `blas_threads`). At import it starts a thread per core, which cost ~0.07 s of
+    CPU a start here (a third of `rasp-sim run` on a one-line program), while the
+    interpreter's products (one n x n selector per input) and a compiled model's forward
+    passes ran no faster with two threads than with one (measured on 2 cores: 20,000
+    inputs of `run --weights`, 1.1 s either way). A user's own setting wins."""
+    entry = next((c for c in COMMANDS if command in (c.name, *c.aliases)), None)
+    if entry is not None and not entry.blas_threads and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
@@ -117,7 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv  # known before parsing, for errors that parsing raises
     try:
-        parser = build_parser(chosen_command(argv))
+        command = chosen_command(argv)
+        one_blas_thread_unless_needed(command)
+        parser = build_parser(command)
         args = parser.parse_args(join_dash_values(argv, parser))
         return _run(parser, args)
     except KeyboardInterrupt:
