@@ -3,6 +3,7 @@ subcommand table that lets `rasp-sim run` import only its own module."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,26 @@ def test_run_imports_only_its_own_subcommand(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=tmp_path)
     assert result.stdout.splitlines() == ['y("ab") = [0, 1] (ints)', "[]"]
+
+
+@pytest.mark.parametrize("argv, user_setting, threads", [
+    (["run", "x.rasp"], None, "1"),  # small products: one thread
+    (["analyse", "x.rasp"], None, "1"),
+    (["universal", "verify"], None, None),  # big matrices: OpenBLAS decides
+    (["compile", "x.rasp"], None, None),
+    (["run", "x.rasp"], "3", "3"),  # the user's setting wins
+])
+def test_blas_threads_are_limited_only_where_they_do_not_help(argv, user_setting, threads):
+    # In a fresh interpreter: the limit must be set before NumPy loads, as at a real start.
+    code = ("import os, sys; from rasp_sim.cli import chosen_command, "
+            "one_blas_thread_unless_needed as limit; "
+            f"limit(chosen_command({argv!r})); print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user_setting:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env=env)
+    assert result.stdout.strip() == str(threads)
 
 
 def test_help_lists_every_command(capsys):
