@@ -9,10 +9,12 @@ examples/histogram.rasp, and one-line programs for sort and length), parsed and 
 primitive stands in for the library's selector_width trick). All evaluate the same random
 batch of 10,000 inputs over an 8-letter alphabet at n = 16 and n = 64.
 
-A last row runs the real CLI, `rasp-sim run examples/sort.rasp --inputs FILE --json` in a
-fresh process, on 10,000 inputs of 64 ints, beside the engine in-process (evaluate_batch
-of the same program on the inputs as one int64 array) and tracr: what a user gets end to end (start-up, reading the file,
-evaluating, printing JSON) against the engine alone.
+The last rows run the real CLI, `rasp-sim run examples/sort.rasp --inputs FILE --json` in
+a fresh process, on 10,000 and 100,000 inputs of 64 ints, beside the engine in-process
+(evaluate_batch of the same program on the inputs as one int64 array) and tracr: what a
+user gets end to end (start-up, reading the file, evaluating, printing JSON) against the
+engine alone. The CLI's start-up (the same command on one input) is timed apart, and its
+rate beyond start-up reported.
 
 tracr and the original interpreter (tech-srl/RASP) evaluate one input at a time, so each
 is timed on a subsample (the first 200 inputs) and its rate extrapolated; the output says
@@ -117,9 +119,25 @@ def cli_outputs(batch: list[list[int]], folder: Path) -> tuple[list[list[Any]], 
     return [json.loads(line)["output"] for line in result.stdout.splitlines()], seconds
 
 
-def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> tuple[str, str | None]:
-    """The CLI's row (rasp-sim run vs the engine in-process vs tracr) and a mismatch, if
-    any, of the CLI's outputs with the engine's (all inputs) or tracr's (the sample)."""
+@dataclass(frozen=True)
+class CliRow:
+    n: int  # the inputs' length
+    inputs: int
+    cli_seconds: float  # best of the repeats, start-up included
+    engine_rate: float  # inputs per second
+    tracr_rate: float
+    problem: str | None  # a mismatch of the CLI's outputs, if any
+
+    def line(self) -> str:
+        cli_rate = self.inputs / self.cli_seconds
+        return (f"{'sort':8} {self.n:>3} {self.inputs:>8,} {cli_rate:>10,.0f} "
+                f"{self.engine_rate:>13,.0f} {self.tracr_rate:>12,.1f} "
+                f"{cli_rate / self.engine_rate:>11.2f} {cli_rate / self.tracr_rate:>9,.0f}x")
+
+
+def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> CliRow:
+    """The CLI (rasp-sim run) vs the engine in-process vs tracr on `batch`, and a mismatch,
+    if any, of the CLI's outputs with the engine's (all inputs) or tracr's (the sample)."""
     interpreter = Interpreter()
     interpreter.run_file(str(CLI_PROGRAM))
     root = interpreter.lookup("sorted")
@@ -134,10 +152,14 @@ def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> tuple[str
     problem = (f"{len(outputs)} outputs for {len(batch)} inputs" if len(outputs) != len(batch)
                else _first_mismatch(outputs, rasp_sim_outputs(root, batch), batch)
                or _first_mismatch(outputs, tracr_outputs(tracr_sort, sample), sample))
-    cli_rate = len(batch) / cli_seconds
-    line = (f"{'sort':8} {len(batch[0]):>3} {cli_rate:>10,.0f} {engine_rate:>13,.0f} "
-            f"{tracr_rate:>12,.1f} {cli_rate / engine_rate:>11.2f} {cli_rate / tracr_rate:>9,.0f}x")
-    return line, problem
+    return CliRow(len(batch[0]), len(batch), cli_seconds, engine_rate, tracr_rate, problem)
+
+
+def cli_startup_seconds(rng: random.Random, repeats: int) -> float:
+    """The CLI's fixed cost: the same command on a file of one input (best of repeats)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return min(cli_outputs(random_int_batch(rng, 64, 1), Path(folder))[1]
+                   for _ in range(repeats))
 
 
 # ----------------------------------------------------------------------- tracr programs
@@ -300,16 +322,25 @@ def main() -> int:
                   f"{original_cells[1]:>12}", flush=True)
     if original:
         original.close()
+    sizes = (batch_size, 10 * batch_size)
     print(f"\nthe CLI end to end: `rasp-sim run examples/sort.rasp --inputs FILE --json`, a "
-          f"fresh process, on {batch_size} random inputs of 64 ints (best of {cli_repeats}), "
-          "vs the engine in-process (evaluate_batch of an int64 array) and tracr on the same "
-          "inputs")
-    print(f"{'program':8} {'n':>3} {'CLI seq/s':>10} {'engine seq/s':>13} {'tracr seq/s':>12} "
-          f"{'CLI/engine':>11} {'vs tracr':>10}")
-    line, problem = cli_row(random_int_batch(rng, 64, batch_size), sample_size, cli_repeats)
-    print(line, flush=True)
-    if problem:
-        mismatches.append(f"sort n=64 CLI: {problem}")
+          f"fresh process, on files of {sizes[0]:,} and {sizes[1]:,} random inputs of 64 ints "
+          f"(best of {cli_repeats}), vs the engine in-process (evaluate_batch of an int64 "
+          "array) and tracr on the same inputs")
+    print(f"{'program':8} {'n':>3} {'inputs':>8} {'CLI seq/s':>10} {'engine seq/s':>13} "
+          f"{'tracr seq/s':>12} {'CLI/engine':>11} {'vs tracr':>10}")
+    rows = []
+    for size in sizes:
+        rows.append(cli_row(random_int_batch(rng, 64, size), sample_size, cli_repeats))
+        print(rows[-1].line(), flush=True)
+        if rows[-1].problem:
+            mismatches.append(f"sort n=64 CLI on {size:,} inputs: {rows[-1].problem}")
+    startup = cli_startup_seconds(rng, cli_repeats)
+    largest = rows[-1]
+    beyond = largest.inputs / (largest.cli_seconds - startup)
+    print(f"CLI start-up (the command on a file of one input): {startup:.3f} s; beyond it, on "
+          f"{largest.inputs:,} inputs: {beyond:,.0f} seq/s, {beyond / largest.engine_rate:.2f} "
+          "of the engine")
     for line in mismatches:
         print(f"MISMATCH {line}", file=sys.stderr)
     return 1 if mismatches else 0

@@ -69,6 +69,7 @@ def test_original_matches_rasp_sim(roots):
 def test_cli_row_runs_the_real_cli_and_agrees():
     # The CLI in a subprocess on a tiny batch: its outputs equal the engine's and tracr's.
     batch = bench.random_int_batch(random.Random(5), 9, 20)
-    line, problem = bench.cli_row(batch, sample_size=5, repeats=1)
-    assert problem is None
-    assert line.split()[:2] == ["sort", "9"]
+    row = bench.cli_row(batch, sample_size=5, repeats=1)
+    assert row.problem is None
+    assert row.line().split()[:3] == ["sort", "9", "20"]
+    assert 0 < bench.cli_startup_seconds(random.Random(6), repeats=1)
