@@ -2,12 +2,16 @@
 (a file of integer lists read as one int64 matrix) and the printer of integer matrices."""
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from cli_helpers import run_cli, write
+from rasp_sim.cli import inputs as inputs_module
 from rasp_sim.cli.inputs import BadInput, _inputs_by_line, _integer_lists
 from rasp_sim.cli.output import TABLE_SPAN, int_rows_text
 from rasp_sim.errors import Source
@@ -44,11 +48,13 @@ lines = st.one_of(int_list_line().flatmap(mutated), st.just(""), st.just("  "),
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(lines, min_size=0, max_size=8), st.sampled_from(["\n", "\r\n"]))
-def test_bulk_reader_equals_the_line_by_line_reader(file_lines, newline):
+@given(st.lists(lines, min_size=0, max_size=8), st.sampled_from(["\n", "\r\n"]),
+       st.sampled_from([1, 2, 3, inputs_module.BLOCK_LINES]))
+def test_bulk_reader_equals_the_line_by_line_reader(file_lines, newline, block_lines):
     text = newline.join(file_lines)
     by_line = _inputs_by_line(text, Source("inputs.txt", text), exact=False)
-    bulk = _integer_lists(text)
+    with mock.patch.object(inputs_module, "BLOCK_LINES", block_lines):  # blocks of lines
+        bulk = _integer_lists(text)
     event("bulk" if bulk is not None else "line by line")
     if bulk is None:
         return
@@ -58,11 +64,14 @@ def test_bulk_reader_equals_the_line_by_line_reader(file_lines, newline):
     assert [row.tolist() for row in rows] == [np.asarray(entry).tolist() for entry in by_line]
 
 
-def test_a_batch_of_one_length_is_one_matrix_and_mixed_lengths_are_rows():
-    matrix = _integer_lists("[1, 2]\n\n[3,4]\n  [-5 ,6] \n")
+@pytest.mark.parametrize("block_lines", [1, 2, inputs_module.BLOCK_LINES])
+def test_a_batch_of_one_length_is_one_matrix_and_mixed_lengths_are_rows(block_lines):
+    with mock.patch.object(inputs_module, "BLOCK_LINES", block_lines):
+        matrix = _integer_lists("[1, 2]\n\n[3,4]\n  [-5 ,6] \n")
+        # one length per block, another in the next: rows
+        rows = _integer_lists("[1, 2]\n[3, 4]\n[5]\n[6]\n")
     assert isinstance(matrix, np.ndarray) and matrix.tolist() == [[1, 2], [3, 4], [-5, 6]]
-    rows = _integer_lists("[1, 2]\n[3]\n")
-    assert isinstance(rows, list) and [r.tolist() for r in rows] == [[1, 2], [3]]
+    assert isinstance(rows, list) and [r.tolist() for r in rows] == [[1, 2], [3, 4], [5], [6]]
 
 
 def test_a_file_read_in_bulk_runs_as_the_same_file_read_line_by_line(capsys, tmp_path):
