@@ -131,9 +131,9 @@ def _integer_lists(text: str) -> Entries | None:
             blocks.append(_int64_rows(values))
         except OverflowError:  # beyond int64: Python ints, checked against MAX_INT_BITS
             return None
-    if all(isinstance(block, np.ndarray) for block in blocks) and \
-            len({block.shape[1] for block in blocks}) == 1:
-        return np.concatenate(blocks)
+    matrices = [block for block in blocks if isinstance(block, np.ndarray)]
+    if len(matrices) == len(blocks) and len({block.shape[1] for block in matrices}) == 1:
+        return np.concatenate(matrices)
     rows: list[Input | BadInput] = [row for block in blocks for row in block]
     return rows
 
