@@ -83,13 +83,14 @@ def summarise(results: list[dict]) -> list[dict]:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    lines = ["| task | setting | backbone | accuracy (mean ± std) | seeds | by k (mean) | "
+    lines = ["| task | setting | backbone | accuracy (mean ± std) | seeds | by group (mean) | "
              "majority | m | trainable / total params | time/run | paper (reported, unverified) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         by_group = row["accuracy_by_group_mean"]
-        groups = " ".join(f"{g}:{100 * v:.0f}" for g, v in by_group.items()) \
-            if row["task"] == "khop" else "-"
+        # k-hop: by hop count k; Dyck-1: by string length, "<=10" for lengths 1-10
+        prefix = "<=" if row["task"] == "dyck1" else ""
+        groups = " ".join(f"{prefix}{g}:{100 * v:.0f}" for g, v in by_group.items()) or "-"
         lines.append(
             f"| {row['task']} | {row['setting']} | {row['variant']} | "
             f"{100 * row['accuracy_mean']:.1f} ± {100 * row['accuracy_std']:.1f}% | "

@@ -23,6 +23,7 @@ TEST_SEED = 12345
 TEST_SIZE = 4000
 WRAP = 0.5          # gen(t) = `(` gen(t-1) `)` with this probability, else gen(u) gen(t-u)
 DOUBLE_FLIPS = 2 / 3
+LENGTH_BUCKET = 10  # accuracy is reported by string length in buckets this wide
 
 
 def balanced_strings(pairs: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
@@ -110,14 +111,17 @@ def encode(strings: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def to_batch(rows: np.ndarray) -> Batch:
+    """Rows as a batch; a row's group is its string length rounded up to LENGTH_BUCKET
+    (accuracy by length: 10 means lengths 1-10)."""
     rows = np.asarray(rows, dtype=np.int32)
-    query = np.argmax(rows == QUERY, axis=1)
+    query = np.argmax(rows == QUERY, axis=1)  # = the string's length
     index = np.arange(len(rows))
     targets = np.zeros_like(rows)
     targets[index, query] = rows[index, query + 1]
     weights = np.zeros(rows.shape)
     weights[index, query] = 1.0
-    return Batch(rows, targets, weights, np.zeros(len(rows), dtype=np.int32))
+    groups = -(-query // LENGTH_BUCKET) * LENGTH_BUCKET
+    return Batch(rows, targets, weights, groups.astype(np.int32))
 
 
 class Dyck1:

@@ -58,6 +58,13 @@ def test_dyck_batch_loss_sits_on_the_query(dyck_task):
     assert np.all(batch.targets[rows, q] == batch.inputs[rows, q + 1])
 
 
+def test_dyck_groups_are_string_lengths_in_buckets_of_ten(dyck_task):
+    batch = dyck_task.train_batch(500, np.random.default_rng(3))
+    lengths = np.argmax(batch.inputs == dyck.QUERY, axis=1)  # the `?` follows the string
+    assert np.all(batch.groups == (lengths + 9) // 10 * 10)
+    assert set(np.unique(batch.groups)) == {10, 20, 30, 40, 50, 60}  # lengths 1..60
+
+
 def test_dyck_mixture_has_both_answers_and_both_sources(dyck_task):
     batch = dyck_task.train_batch(2000, np.random.default_rng(1))
     answers = batch.targets[batch.weights > 0]
