@@ -117,6 +117,25 @@ def test_sweep_runs_on_a_local_dask_cluster(tmp_path, capsys):
     assert all(set(row["accuracy_by_group_mean"]) == {"0", "1"} for row in summary["rows"])
 
 
+@pytest.mark.slow
+def test_sweep_runs_on_an_existing_cluster_and_resumes_there(tmp_path, capsys):
+    # What docs/universal.md tells a user with a cluster: --scheduler ADDRESS, then --resume
+    # reuses the finished runs and merges them into the same table.
+    distributed = pytest.importorskip("distributed")
+    argv = ["experiment", "dyck1", "--budget", "ci", "--out", str(tmp_path), "--json"]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+        address = cluster.scheduler_address
+        assert main([*argv, "--scheduler", address]) == 0
+        first = json.loads(capsys.readouterr().out)
+        result = next(tmp_path.glob("*/result.json"))
+        written = result.stat().st_mtime_ns
+        assert main([*argv, "--scheduler", address, "--resume"]) == 0
+        again = json.loads(capsys.readouterr().out)
+    assert result.stat().st_mtime_ns == written  # reused, not trained again
+    assert again["rows"] == first["rows"] and len(first["rows"]) == 1
+
+
 def test_too_large_for_memory_is_refused_before_training(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RASP_SIM_MEMORY_LIMIT", "1000")
     assert main(["experiment", "dyck1", "--budget", "ci", "--out", str(tmp_path),
