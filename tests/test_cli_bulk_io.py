@@ -74,9 +74,12 @@ def test_a_batch_of_one_length_is_one_matrix_and_mixed_lengths_are_rows(block_li
     assert isinstance(rows, list) and [r.tolist() for r in rows] == [[1, 2], [3, 4], [5], [6]]
 
 
-def test_a_file_read_in_bulk_runs_as_the_same_file_read_line_by_line(capsys, tmp_path):
+@pytest.mark.parametrize("mixed_lengths", [False, True])  # a matrix, or rows
+def test_a_file_read_in_bulk_runs_as_the_same_file_read_line_by_line(capsys, tmp_path,
+                                                                      mixed_lengths):
     program = write(tmp_path, "sorted = sort(tokens_int, tokens_int);\n")
-    batch = "".join(f"[{(7 * k) % 5}, {k % 3}, {-k}, {k * k}]\n" for k in range(300))
+    batch = "".join(f"[{(7 * k) % 5}, {k % 3}, {-k}{', 9' * (mixed_lengths and k % 2)}, "
+                    f"{k * k}]\n" for k in range(300))
     bulk = write(tmp_path, batch, "bulk.txt")
     # one line that is not an integer list sends the whole file line by line
     by_line = write(tmp_path, batch + "abc\n", "by_line.txt")
