@@ -38,7 +38,8 @@ def read_result(directory: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def _setting(result: dict) -> str:
+def setting_label(result: dict) -> str:
+    """The run's machine shape (and k-hop's max_hops): what its table row and plot are of."""
     sizes = result["config"]["sizes"]
     hops = result["config"]["task_options"].get("max_hops")
     text = f"H={sizes['heads']} L={sizes['layers']} k={sizes['head_dim']} c={sizes['out_dim']}"
@@ -51,7 +52,7 @@ def summarise(results: list[dict]) -> list[dict]:
     for result in results:
         if result.get("finished"):
             config = result["config"]
-            groups[(config["task"], _setting(result), config["variant"])].append(result)
+            groups[(config["task"], setting_label(result), config["variant"])].append(result)
     rows = []
     order = {v: i for i, v in enumerate(VARIANTS)}
     for (task, setting, variant), runs in sorted(groups.items(),
