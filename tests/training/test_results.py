@@ -1,0 +1,25 @@
+"""The results table: one row per (task, setting, backbone), accuracy by group in words a
+reader can take in (k-hop: by hop count; Dyck-1: by string length, in buckets of ten)."""
+from __future__ import annotations
+
+from experiments.results import markdown_table, summarise
+
+
+def fake_result(task: str, seed: int, by_group: dict[str, float], hops: int | None = None) -> dict:
+    options = {} if hops is None else {"max_hops": hops}
+    accuracy = sum(by_group.values()) / len(by_group)
+    return {"finished": True, "m": 40, "parameters": 100, "trainable": 10,
+            "majority_baseline": 0.5, "wall_time_s": 10.0, "curves": [],
+            "final": {"accuracy": accuracy, "accuracy_by_group": by_group},
+            "config": {"task": task, "variant": "S-A", "seed": seed, "steps": 5,
+                       "task_options": options,
+                       "sizes": {"heads": 2, "layers": 2, "head_dim": 2, "out_dim": 4}}}
+
+
+def test_groups_read_as_lengths_for_dyck_and_hop_counts_for_khop():
+    results = [fake_result("dyck1", seed, {"10": 0.4 + seed / 10, "20": 0.9}) for seed in (0, 2)]
+    results += [fake_result("khop", 0, {"0": 1.0, "1": 0.5}, hops=1)]
+    table = markdown_table(summarise(results)).splitlines()
+    assert "| <=10:50 <=20:90 |" in table[2]  # the mean of 40% and 60%, lengths 1-10
+    assert "| 0:100 1:50 |" in table[3]
+    assert "max_hops=1" in table[3]
