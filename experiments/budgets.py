@@ -11,13 +11,13 @@
   --workers 2). Its numbers are rasp-sim's own and are not comparable step for step with
   the paper's; its learning curves are still rising at the end.
 - medium: the small budget run 4 times as long (Dyck-1 2,000 steps, k-hop 1,600, batch
-  32, warm-up scaled too), plus k-hop at max_hops = 4 (L = 4), sized to about two hours on 2 CPU cores: per-step CPU times of
-  the 42 runs (Dyck-1 66 ms, k-hop 92 ms on average over the backbones at batch 32) plus
-  the fixed compile and evaluation costs make it 3.3 times the small budget, whose measured
-  33 minutes scale to about 1 h 50 min. Longer rather than larger, because the one longer
-  run we have (S-A Dyck-1 at the small sizes continued to 4,000 steps: 86.6%, from 71.0%
-  at 500) gained from steps alone. The paper budget (batch 1,000 x 10,000 steps at m = 416,
-  about 12.6 CPU-seconds a step) is some 35 CPU-hours per Dyck-1 run: a GPU's.
+  32, warm-up scaled too), plus k-hop at max_hops = 4 (L = 4). Longer rather than larger,
+  because the one longer run we had (S-A Dyck-1 at the small sizes continued to 4,000
+  steps: 86.6%, from 71.0% at 500) gained from steps alone. Measured: 56 of the 63 runs
+  took 4.3 h of training, about 2 h 10 min on 2 CPU cores with --workers 2; the k-hop
+  max_hops = 4 runs with MLPs (S-RLM, R-RLM, F) take about 1,100 s each, which brings the
+  whole budget to about 3 h 20 min. The paper budget (batch 1,000 x 10,000 steps at
+  m = 416, about 12.6 CPU-seconds a step) is some 35 CPU-hours per Dyck-1 run: a GPU's.
 - ci: one short run per task (the CI smoke test of UNIVERSAL.md 10.3: 200 Dyck-1 steps).
 """
 from __future__ import annotations
