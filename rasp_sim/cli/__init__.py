@@ -63,14 +63,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    chosen = next((c.module for c in COMMANDS if command in (c.name, *c.aliases)), None)
+    chosen = command_entry(command)
     for entry in COMMANDS:
-        if entry.module == chosen:
+        if chosen is not None and entry.module == chosen.module:
             if entry.name not in subparsers.choices:
                 importlib.import_module(entry.module).register(subparsers)
         else:
             subparsers.add_parser(entry.name, aliases=entry.aliases, help=entry.help)
     return parser
+
+
+def command_entry(command: str | None) -> Command | None:
+    """The table's entry for a subcommand name or alias (None: not a command)."""
+    return next((c for c in COMMANDS if command in (c.name, *c.aliases)), None)
 
 
 def one_blas_thread_unless_needed(command: str | None) -> None:
@@ -80,7 +85,7 @@ def one_blas_thread_unless_needed(command: str | None) -> None:
     interpreter's products (one n x n selector per input) and a compiled model's forward
     passes ran no faster with two threads than with one (measured on 2 cores: 20,000
     inputs of `run --weights`, 1.1 s either way). A user's own setting wins."""
-    entry = next((c for c in COMMANDS if command in (c.name, *c.aliases)), None)
+    entry = command_entry(command)
     if entry is not None and not entry.blas_threads and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
