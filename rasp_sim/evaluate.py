@@ -91,18 +91,8 @@ def evaluate_groups(
     the failing input as `first_index` + its position (a caller evaluating a slice of a
     larger batch passes the slice's start)."""
     plan = _Plan(tuple(roots))
-    if _is_int_matrix(inputs):  # one group already stacked: row k is input k
-        ids = list(range(len(inputs)))
+    for ids, group in _length_groups(inputs, first_index):
         names = [first_index + i for i in ids]
-        yield ids, _run_group(plan, inputs, names, exact, memory_limit_bytes)
-        return
-    rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
-    by_length: dict[int, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_length[len(row)].append(i)
-    for ids in by_length.values():
-        names = [first_index + i for i in ids]
-        group = _group_rows([rows[i] for i in ids])
         yield ids, _run_group(plan, group, names, exact, memory_limit_bytes)
 
 
@@ -182,11 +172,22 @@ def _temporary_elements(node: graph.Node, n: int) -> int:
 # ------------------------------------------------------------------------------- running
 
 
-def _is_int_matrix(inputs: Any) -> bool:
-    """Whether `inputs` is a non-empty int64 matrix of non-empty rows (e.g. a file of
-    integer lists read in bulk), which needs no per-input conversion or grouping."""
-    return (isinstance(inputs, np.ndarray) and inputs.ndim == 2 and inputs.dtype == np.int64
-            and inputs.size > 0)
+def _length_groups(inputs: Sequence[Any] | np.ndarray,
+                   first_index: int) -> Iterator[tuple[list[int], Any]]:
+    """The inputs by length: (positions in `inputs`, the group's rows as `_run_group` takes
+    them) per length, each group stacked only when its turn comes. A non-empty int64
+    matrix (e.g. a file of integer lists read in bulk) is one group already, taken whole
+    without per-input work."""
+    if (isinstance(inputs, np.ndarray) and inputs.ndim == 2 and inputs.dtype == np.int64
+            and inputs.size > 0):
+        yield list(range(len(inputs))), inputs
+        return
+    rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_length[len(row)].append(i)
+    for ids in by_length.values():
+        yield ids, _group_rows([rows[i] for i in ids])
 
 
 def _as_input(x: Any, i: int) -> Sequence[Any]:

@@ -113,7 +113,7 @@ def _integer_lists(text: str) -> Entries | None:
     which the line-by-line reader handles, errors and their places included."""
     if text.encode().translate(None, _INTEGER_LIST_BYTES):  # a byte outside the set
         return None
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in map(str.strip, text.splitlines()) if line]
     # One list per line, nothing nested, so that a block of lines parsed as one JSON list
     # (C speed, strict: "[1,,2]", "[01]" and "[-]" fail it) has exactly the lines' values.
     if not lines or not all(line[0] == "[" and line[-1] == "]" and line.count("[") == 1

@@ -53,17 +53,9 @@ class Printer:
         labels = [label] * len(rows) if label else [type_label(row) for row in rows]
         if self.as_json:
             return [f'{{"input": {x}, "output": {text}, "type": "{row_label}"}}'
-                    for x, text, row_label in zip(self._json_inputs(inputs), texts, labels)]
+                    for x, text, row_label in zip(_json_inputs(inputs), texts, labels)]
         return [f"{self._head(x)} = {text} ({row_label})"
                 for x, text, row_label in zip(_atoms(inputs), texts, labels)]
-
-    def _json_inputs(self, inputs: "Sequence[Any] | np.ndarray") -> Iterable[str]:
-        if isinstance(inputs, np.ndarray):  # a matrix read in bulk
-            return int_rows_text(inputs)
-        arrays = [x for x in inputs if isinstance(x, np.ndarray)]
-        if len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
-            return int_rows_text(np.stack(arrays))
-        return map(_ENCODER.encode, _atoms(inputs))
 
     def failure(self, input: Any, error: RaspError) -> str:
         """The entry of an input that failed (`input` is the text of a line that did not
@@ -82,6 +74,16 @@ class Printer:
         return f"{self.name}({json.dumps(x) if isinstance(x, str) else _list_text(x)})"
 
 
+def _json_inputs(inputs: "Sequence[Any] | np.ndarray") -> Iterable[str]:
+    """Each input as JSON text (integer rows of one length through int_rows_text)."""
+    if isinstance(inputs, np.ndarray):  # a matrix read in bulk
+        return int_rows_text(inputs)
+    arrays = [x for x in inputs if isinstance(x, np.ndarray)]
+    if len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
+        return int_rows_text(np.stack(arrays))
+    return map(_ENCODER.encode, _atoms(inputs))
+
+
 def _atoms(inputs: "Sequence[Any] | np.ndarray") -> list:
     """The inputs as Python atoms (the inputs reader gives integer lists as arrays)."""
     if isinstance(inputs, np.ndarray):  # a matrix, one input a row
@@ -98,13 +100,12 @@ TABLE_SPAN = 4096
 def int_rows_text(matrix: np.ndarray) -> list[str]:
     """Each row of an integer matrix as text, "[1, -2, 3]" (its JSON and str form alike):
     3x faster than str of each row where the values span a small range."""
-    if matrix.size == 0:
-        return [str(row) for row in matrix.tolist()]
-    low, high = int(matrix.min()), int(matrix.max())
-    if high - low > max(TABLE_SPAN, matrix.size):
-        return [str(row) for row in matrix.tolist()]
-    table = np.array([str(value) for value in range(low, high + 1)], dtype=object)
-    return ["[" + ", ".join(row) + "]" for row in table[matrix - low].tolist()]
+    if matrix.size:
+        low, high = int(matrix.min()), int(matrix.max())
+        if high - low <= max(TABLE_SPAN, matrix.size):
+            table = np.array([str(value) for value in range(low, high + 1)], dtype=object)
+            return ["[" + ", ".join(row) + "]" for row in table[matrix - low].tolist()]
+    return [str(row) for row in matrix.tolist()]
 
 
 def _is_selector(column: Any, rows: list) -> bool:
