@@ -11,12 +11,14 @@
   --workers 2). Its numbers are rasp-sim's own and are not comparable step for step with
   the paper's; its learning curves are still rising at the end.
 - medium: the small budget run 4 times as long (Dyck-1 2,000 steps, k-hop 1,600, batch
-  32, warm-up scaled too), plus k-hop at max_hops = 4 (L = 4). Longer rather than larger,
-  because the one longer run we had (S-A Dyck-1 at the small sizes continued to 4,000
-  steps: 86.6%, from 71.0% at 500) gained from steps alone. Measured: 56 of the 63 runs
-  took 4.3 h of training, about 2 h 10 min on 2 CPU cores with --workers 2; the k-hop
-  max_hops = 4 runs with MLPs (S-RLM, R-RLM, F) take about 1,100 s each, which brings the
-  whole budget to about 3 h 20 min. The paper budget (batch 1,000 x 10,000 steps at
+  32, warm-up scaled too), plus k-hop at max_hops = 4 (L = 4) with one seed. Longer rather
+  than larger, because the one longer run we had (S-A Dyck-1 at the small sizes continued
+  to 4,000 steps: 86.6%, from 71.0% at 500) gained from steps alone. One seed at
+  max_hops = 4 keeps the budget near two hours: its runs with MLPs (S-RLM, R-RLM, F) take
+  about 1,100-1,300 s each, so three seeds of every backbone (63 runs) come to about
+  3 h 20 min; the five backbones we ran there with three seeds varied by at most 1.6
+  points between seeds. From the measured runs: 49 runs, about 3.7 h of training, about
+  2 h on 2 CPU cores with --workers 2. The paper budget (batch 1,000 x 10,000 steps at
   m = 416, about 12.6 CPU-seconds a step) is some 35 CPU-hours per Dyck-1 run: a GPU's.
 - ci: one short run per task (the CI smoke test of UNIVERSAL.md 10.3: 200 Dyck-1 steps).
 """
@@ -31,61 +33,78 @@ from .errors import ExperimentError
 
 TASKS = ("dyck1", "khop")
 
+# A budget's settings for one task: each base run with the seeds it is repeated over.
+Setting = tuple[RunConfig, tuple[int, ...]]
+THREE_SEEDS = (0, 1, 2)
+PAPER_SEEDS = (43, 44, 45)
 
-def _paper(task: str) -> list[RunConfig]:
+
+def _paper(task: str) -> list[Setting]:
     if task == "dyck1":
-        return [RunConfig("dyck1", "S-A", Sizes(4, 2, 4, 16), seed=43, steps=10_000, batch=1000,
-                          lr=1e-3, weight_decay=1e-3, warmup=500, schedule="cosine", clip=1.0,
-                          data_seed=43, eval_every=250, checkpoint_every=500)]
-    plans = []
+        return [(RunConfig("dyck1", "S-A", Sizes(4, 2, 4, 16), steps=10_000, batch=1000,
+                           lr=1e-3, weight_decay=1e-3, warmup=500, schedule="cosine",
+                           clip=1.0, data_seed=43, eval_every=250, checkpoint_every=500),
+                 PAPER_SEEDS)]
+    plans: list[Setting] = []
     for max_hops in (1, 2, 4, 8):
         layers = math.ceil(math.log2(max_hops)) + 2
         for heads in (1, 2):
-            plans.append(RunConfig("khop", "S-A", Sizes(heads, layers, 4, 8), seed=0,
-                                   task_options={"max_hops": max_hops, "test_size": 2000},
-                                   steps=100_001, batch=32, lr=1e-4, weight_decay=1e-3,
-                                   warmup=1000, schedule="linear", clip=1.0, data_seed=4444,
-                                   eval_every=2000, checkpoint_every=5000))
+            plans.append((RunConfig("khop", "S-A", Sizes(heads, layers, 4, 8),
+                                    task_options={"max_hops": max_hops, "test_size": 2000},
+                                    steps=100_001, batch=32, lr=1e-4, weight_decay=1e-3,
+                                    warmup=1000, schedule="linear", clip=1.0, data_seed=4444,
+                                    eval_every=2000, checkpoint_every=5000), PAPER_SEEDS))
     return plans
 
 
-def _small(task: str) -> list[RunConfig]:
+def _small(task: str) -> list[Setting]:
     if task == "dyck1":
-        return [RunConfig("dyck1", "S-A", Sizes(4, 2, 2, 2), steps=500, batch=32, lr=3e-3,
-                          warmup=50, schedule="cosine", data_seed=43, eval_every=100,
-                          checkpoint_every=250)]
-    return [RunConfig("khop", "S-A", Sizes(2, 3, 2, 4), steps=400, batch=32, lr=3e-3,
-                      warmup=40, schedule="linear", data_seed=4444, eval_every=100,
-                      checkpoint_every=200, task_options={"max_hops": 2, "test_size": 500})]
+        return [(RunConfig("dyck1", "S-A", Sizes(4, 2, 2, 2), steps=500, batch=32, lr=3e-3,
+                           warmup=50, schedule="cosine", data_seed=43, eval_every=100,
+                           checkpoint_every=250), THREE_SEEDS)]
+    return [(RunConfig("khop", "S-A", Sizes(2, 3, 2, 4), steps=400, batch=32, lr=3e-3,
+                       warmup=40, schedule="linear", data_seed=4444, eval_every=100,
+                       checkpoint_every=200, task_options={"max_hops": 2, "test_size": 500}),
+             THREE_SEEDS)]
 
 
-def _medium(task: str) -> list[RunConfig]:
+def _medium(task: str) -> list[Setting]:
     # Same machines, sizes, learning rate and data as small, 4x the steps; curve points every
     # 200 steps (10 for Dyck-1, 8 for k-hop). k-hop adds max_hops = 4, one layer deeper
-    # (L = ceil(log2 max_hops) + 2, the paper's rule).
-    runs = [replace(run, steps=4 * run.steps, warmup=4 * run.warmup, eval_every=200,
-                    checkpoint_every=2 * run.checkpoint_every) for run in _small(task)]
+    # (L = ceil(log2 max_hops) + 2, the paper's rule), with one seed (see the docstring).
+    settings = [(replace(run, steps=4 * run.steps, warmup=4 * run.warmup, eval_every=200,
+                         checkpoint_every=2 * run.checkpoint_every), seeds)
+                for run, seeds in _small(task)]
     if task == "khop":
-        two_hops = runs[0]
-        runs.append(replace(two_hops, sizes=replace(two_hops.sizes, layers=4),
-                            task_options={**two_hops.task_options, "max_hops": 4}))
-    return runs
+        two_hops = settings[0][0]
+        settings.append((replace(two_hops, sizes=replace(two_hops.sizes, layers=4),
+                                 task_options={**two_hops.task_options, "max_hops": 4}), (0,)))
+    return settings
 
 
-def _ci(task: str) -> list[RunConfig]:
+def _ci(task: str) -> list[Setting]:
     if task == "dyck1":
-        return [RunConfig("dyck1", "R-A", Sizes(2, 2, 2, 4), steps=200, batch=32, lr=3e-3,
-                          warmup=20, data_seed=43, eval_every=50,
-                          task_options={"test_size": 1000})]
-    return [RunConfig("khop", "R-A", Sizes(1, 2, 2, 4), steps=200, batch=16, lr=3e-3,
-                      warmup=20, schedule="linear", data_seed=4444, eval_every=50,
-                      task_options={"max_hops": 1, "test_size": 250})]
+        return [(RunConfig("dyck1", "R-A", Sizes(2, 2, 2, 4), steps=200, batch=32, lr=3e-3,
+                           warmup=20, data_seed=43, eval_every=50,
+                           task_options={"test_size": 1000}), (0,))]
+    return [(RunConfig("khop", "R-A", Sizes(1, 2, 2, 4), steps=200, batch=16, lr=3e-3,
+                       warmup=20, schedule="linear", data_seed=4444, eval_every=50,
+                       task_options={"max_hops": 1, "test_size": 250}), (0,))]
 
 
 BUILDERS = {"ci": _ci, "small": _small, "medium": _medium, "paper": _paper}
 BUDGETS = tuple(BUILDERS)
-SEEDS = {"ci": (0,), "small": (0, 1, 2), "medium": (0, 1, 2), "paper": (43, 44, 45)}
 DEFAULT_VARIANTS = {"ci": None, "small": VARIANTS, "medium": VARIANTS, "paper": VARIANTS}
+
+
+def with_steps(runs: list[RunConfig], steps: int) -> list[RunConfig]:
+    """`runs` trained for `steps` steps each: the warm-up keeps its share of the schedule, and
+    the curve points and checkpoints their number."""
+    def scaled(interval: int, run: RunConfig) -> int:
+        return max(1, round(interval * steps / run.steps)) if interval else 0
+    return [replace(run, steps=steps, warmup=round(run.warmup * steps / run.steps),
+                    eval_every=scaled(run.eval_every, run),
+                    checkpoint_every=scaled(run.checkpoint_every, run)) for run in runs]
 
 
 def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,
@@ -103,10 +122,9 @@ def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,
     builder = BUILDERS[budget]
     runs = []
     for name in (TASKS if task == "all" else (task,)):
-        for base in builder(name):
+        for base, setting_seeds in builder(name):
             chosen = variants or DEFAULT_VARIANTS[budget] or (base.variant,)
             for variant in chosen:
-                for seed in (seeds if seeds is not None else
-                             (base.seed,) if budget == "ci" else SEEDS[budget]):
+                for seed in (seeds if seeds is not None else setting_seeds):
                     runs.append(replace(base, variant=variant, seed=seed))
     return runs

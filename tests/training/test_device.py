@@ -65,9 +65,9 @@ def test_default_device_run_records_it_in_the_summary(no_gpu, tmp_path, monkeypa
     # The ci plan shrunk to 2 steps: the CLI path end to end on the default (CPU) device.
     from experiments import budgets
     from dataclasses import replace
-    small = budgets._ci("dyck1")[0]
+    small, seeds = budgets._ci("dyck1")[0]
     monkeypatch.setitem(budgets.BUILDERS, "ci", lambda task: [
-        replace(small, steps=2, eval_every=2, task_options={"test_size": 20})])
+        (replace(small, steps=2, eval_every=2, task_options={"test_size": 20}), seeds)])
     assert main(["experiment", "dyck1", "--out", str(tmp_path), "--no-progress"]) == 0
     (result_file,) = tmp_path.glob("*/result.json")
     kind = jax.devices("cpu")[0].device_kind
