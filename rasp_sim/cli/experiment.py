@@ -1,7 +1,7 @@
 """`rasp-sim experiment`: train the embedding of frozen (universal) transformers.
 
     rasp-sim experiment dyck1|khop|all --budget ci|small|medium|paper [--backbone V ...]
-                        [--seeds S ...] [--out DIR] [--device cpu|gpu]
+                        [--seeds S ...] [--steps N] [--out DIR] [--device cpu|gpu]
                         [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
 
 One run goes straight through the trainer; several run one after another, or on Dask with
@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from .options import add_json_option
+from .options import add_json_option, positive
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,8 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
                         "the budget's)")
     parser.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds to run")
+    parser.add_argument("--steps", type=positive, metavar="N",
+                        help="train each run for N steps instead of the budget's (warm-up, "
+                        "curve points and checkpoints scaled with it)")
     parser.add_argument("--out", metavar="DIR",
-                        help="output folder (default ./rasp-sim-experiments/BUDGET)")
+                        help="output folder (default ./rasp-sim-experiments/BUDGET, or "
+                        "BUDGET-stepsN with --steps N)")
     parser.add_argument("--device", choices=("cpu", "gpu"),
                         help="where JAX trains (float32 on both); default: a GPU if JAX sees "
                         "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
@@ -52,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from experiments.budgets import plan
+    from experiments.budgets import plan, with_steps
     from experiments.errors import ExperimentError
     from experiments.results import markdown_table, summarise
 
@@ -62,6 +66,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers: must be at least 1, got {args.workers}")
     configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
                    tuple(args.seeds) if args.seeds else None)
+    if args.steps:
+        configs = with_steps(configs, args.steps)
     try:
         from experiments.device import resolve_device
         from experiments.plot import plot_curves
@@ -71,7 +77,8 @@ def handle(args: argparse.Namespace) -> int:
                               f"pip install 'rasp-sim[train]'") from None
     # On an existing cluster the workers' devices count, not this process's: they check.
     device = args.device if args.scheduler else resolve_device(args.device)
-    out = Path(args.out) if args.out else Path("rasp-sim-experiments") / args.budget
+    default_out = args.budget + (f"-steps{args.steps}" if args.steps else "")
+    out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
                               progress=not args.no_progress, device_name=device)
     rows = summarise(results)
@@ -79,7 +86,7 @@ def handle(args: argparse.Namespace) -> int:
     for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):
         plots.append(str(plot_curves([r for r in results if r["config"]["task"] == task],
                                      out / f"curves-{task}.png", task)))
-    summary = {"budget": args.budget, "runs": len(configs), "rows": rows,
+    summary = {"budget": args.budget, "steps": args.steps, "runs": len(configs), "rows": rows,
                "failures": failures, "plots": plots}
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from decimal import Decimal, InvalidOperation
-from typing import Mapping
+from typing import Callable, Mapping
 
 from . import UsageError
 
@@ -15,6 +15,23 @@ from . import UsageError
 MAX_SIZE = 2**63 - 1
 _SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3,
                "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
+
+
+def _integer(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer >= minimum."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
+        return value
+    return parse
+
+
+positive = _integer(1, "a positive integer")
+non_negative = _integer(0, "an integer >= 0")
 
 
 def parse_size(text: str) -> int:

@@ -30,25 +30,9 @@ import numpy as np
 from ..errors import RaspError
 from . import UsageError
 from .options import (
-    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
+    positive,
 )
-
-
-def _integer(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an integer >= minimum."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
-        return value
-    return parse
-
-
-positive = _integer(1, "a positive integer")
-non_negative = _integer(0, "an integer >= 0")
 
 
 def _shape_options(parser: argparse.ArgumentParser, required: bool = True) -> None:

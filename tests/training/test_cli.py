@@ -3,6 +3,7 @@ resumption and the error cases."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,7 +11,7 @@ pytest.importorskip("optax")
 
 from rasp_sim.cli import main  # noqa: E402
 from experiments.backbones import VARIANTS  # noqa: E402
-from experiments.budgets import plan  # noqa: E402
+from experiments.budgets import plan, with_steps  # noqa: E402
 from experiments.errors import ExperimentError  # noqa: E402
 
 
@@ -75,14 +76,40 @@ def test_medium_budget_is_the_small_one_four_times_as_long():
     four_hops = [c for c in medium if c.task_options.get("max_hops") == 4]
     medium = [c for c in medium if c not in four_hops]
     assert [c.name() for c in medium] == [c.name() for c in small]  # same runs and seeds
-    # the added k-hop setting: every backbone and seed, one layer deeper
+    # the added k-hop setting: every backbone, one layer deeper, one seed (the two-hour size)
     assert sorted((c.variant, c.seed, c.sizes.layers) for c in four_hops) == sorted(
-        (c.variant, c.seed, 4) for c in small if c.task == "khop")
+        (c.variant, 0, 4) for c in small if c.task == "khop" and c.seed == 0)
     for s, m in zip(small, medium):
         assert (m.steps, m.warmup) == (4 * s.steps, 4 * s.warmup)
         assert (m.sizes, m.batch, m.lr, m.task_options) == (s.sizes, s.batch, s.lr,
                                                             s.task_options)
     assert {(c.task, c.steps) for c in medium} == {("dyck1", 2000), ("khop", 1600)}
+    assert len(medium) + len(four_hops) == 49
+
+
+def test_seeds_given_on_the_command_line_replace_every_settings_own():
+    runs = plan("khop", "medium", variants=("S-A",), seeds=(5, 6))
+    assert [(c.task_options["max_hops"], c.seed) for c in runs] == [(2, 5), (2, 6), (4, 5),
+                                                                     (4, 6)]
+
+
+def test_steps_scale_the_schedule_with_the_run():
+    (dyck,) = plan("dyck1", "medium", variants=("S-A",), seeds=(0,))
+    assert (dyck.steps, dyck.warmup, dyck.eval_every, dyck.checkpoint_every) == (2000, 200,
+                                                                                  200, 500)
+    (longer,) = with_steps([dyck], 16_000)
+    assert (longer.steps, longer.warmup, longer.eval_every, longer.checkpoint_every) == \
+        (16_000, 1600, 1600, 4000)
+    assert longer.name() == dyck.name() and (longer.lr, longer.sizes) == (dyck.lr, dyck.sizes)
+    (short,) = with_steps([replace(dyck, checkpoint_every=0)], 3)
+    assert (short.steps, short.warmup, short.eval_every, short.checkpoint_every) == (3, 0, 1, 0)
+
+
+def test_steps_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experiment", "dyck1", "--steps", "0"])
+    assert exit_info.value.code == 2
+    assert "--steps: invalid value '0': expected a positive integer" in capsys.readouterr().err
 
 
 def test_plan_errors_name_the_choices():
