@@ -67,7 +67,8 @@ def summarise(results: list[dict]) -> list[dict]:
             "task": task, "setting": setting, "variant": variant,
             "seeds": [r["config"]["seed"] for r in runs],
             "accuracy_mean": float(accuracy.mean()),
-            "accuracy_std": float(accuracy.std(ddof=1)) if len(runs) > 1 else 0.0,
+            # One seed has no spread to report (not a spread of 0).
+            "accuracy_std": float(accuracy.std(ddof=1)) if len(runs) > 1 else None,
             "accuracy_by_group_mean": {g: float(np.mean(v)) for g, v in sorted(
                 by_group.items(), key=lambda item: int(item[0]))},
             "majority_baseline": runs[0]["majority_baseline"],
@@ -92,9 +93,10 @@ def markdown_table(rows: list[dict]) -> str:
         # k-hop: by hop count k; Dyck-1: by string length, "<=10" for lengths 1-10
         prefix = "<=" if row["task"] == "dyck1" else ""
         groups = " ".join(f"{prefix}{g}:{100 * v:.0f}" for g, v in by_group.items()) or "-"
+        spread = "" if row["accuracy_std"] is None else f" ± {100 * row['accuracy_std']:.1f}"
         lines.append(
             f"| {row['task']} | {row['setting']} | {row['variant']} | "
-            f"{100 * row['accuracy_mean']:.1f} ± {100 * row['accuracy_std']:.1f}% | "
+            f"{100 * row['accuracy_mean']:.1f}{spread}% | "
             f"{len(row['seeds'])} | {groups} | {100 * row['majority_baseline']:.1f}% | "
             f"{row['m']} | {row['trainable']:,} / {row['parameters']:,} | "
             f"{row['wall_time_s_mean']:.0f} s | {row['reported']} |")

@@ -23,3 +23,13 @@ def test_groups_read_as_lengths_for_dyck_and_hop_counts_for_khop():
     assert "| <=10:50 <=20:90 |" in table[2]  # the mean of 40% and 60%, lengths 1-10
     assert "| 0:100 1:50 |" in table[3]
     assert "max_hops=1" in table[3]
+
+
+def test_one_seed_has_no_spread_and_several_their_sample_std():
+    results = [fake_result("dyck1", seed, {"10": value}) for seed, value in ((0, 0.5), (1, 0.7))]
+    results += [fake_result("khop", 0, {"0": 0.8}, hops=1)]
+    rows = summarise(results)
+    assert abs(rows[0]["accuracy_std"] - 0.1414213562) < 1e-9 and rows[1]["accuracy_std"] is None
+    table = markdown_table(rows).splitlines()
+    assert "| 60.0 ± 14.1% | 2 |" in table[2]
+    assert "| 80.0% | 1 |" in table[3]
