@@ -28,8 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", choices=("ci", "small", "medium", "paper"), default="ci",
                         help="ci: one short run per task; small: every backbone x 3 seeds "
                         "(measured: 33 minutes on 2 CPU cores with --workers 2); medium: small "
-                        "x 4 steps, and k-hop at max_hops 4 (about 3 h 20 min on 2 CPU cores, "
-                        "56 of 63 runs measured); paper: the precursors' settings "
+                        "x 4 steps, and k-hop at max_hops 4 with one seed (3.7 h of measured "
+                        "runs: about 2 h on 2 CPU cores with --workers 2); paper: the "
+                        "precursors' settings "
                         "(a GPU's work: --device gpu)")
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
