@@ -26,8 +26,6 @@ from ..weights import DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer,
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
-
-
 NUMERIC = "numeric"  # the compile record's tokens_kind of a numeric-input model
 
 
