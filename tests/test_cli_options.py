@@ -25,14 +25,14 @@ def test_run_weights_refuses_the_options_of_a_program(capsys, tmp_path, dest):
     code, out, err = run_cli(capsys, "run", "--weights", str(tmp_path / "m.npz"),
                              "--input", "ab", flag, *FLAG_VALUES[dest])
     assert code == 2 and out == ""
-    assert err.splitlines()[-1] == (f"rasp-sim: error: {flag} does not apply to --weights "
+    assert err.splitlines()[-1] == (f"rasp-sim run: error: {flag} does not apply to --weights "
                                     f"({NOT_FOR_WEIGHTS[dest]})")
 
 
 def test_the_weights_exact_message_says_why(capsys):
     code, _, err = run_cli(capsys, "run", "--weights", "m.npz", "--input", "ab", "--exact")
     assert code == 2
-    assert ("rasp-sim: error: --exact does not apply to --weights (a compiled model "
+    assert ("rasp-sim run: error: --exact does not apply to --weights (a compiled model "
             "computes in float64)") in err
 
 
@@ -59,7 +59,7 @@ def test_draw_without_input_refuses_exact(capsys, tmp_path):
     program = write(tmp_path, "x = indices + 0.1;\n")
     code, _, err = run_cli(capsys, "draw", program, "-o", str(tmp_path / "x.dot"), "--exact")
     assert code == 2 and not (tmp_path / "x.dot").exists()
-    assert ("rasp-sim: error: --exact does not apply to a drawing without --input (only "
+    assert ("rasp-sim draw: error: --exact does not apply to a drawing without --input (only "
             "the values on --input depend on it)") in err
 
 
@@ -75,7 +75,9 @@ def test_analyse_and_draw_take_name_as_run_does(capsys, tmp_path, command):
         assert names == ["y", "y", "z"]  # without a name: the last one assigned
     code, out, err = run_cli(capsys, command, program, "y", "--name", "y", *extra)
     assert code == 2 and out == ""
-    assert "rasp-sim: error: give the name once: NAME or --name NAME, not both" in err
+    assert f"rasp-sim {command}: error: give the name once: NAME or --name NAME, not both" in err
+    # the usage shown is the command's, as for argparse's own errors
+    assert err.startswith(f"usage: rasp-sim {command} ")
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -70,7 +70,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 importlib.import_module(entry.module).register(subparsers)
         else:
             subparsers.add_parser(entry.name, aliases=entry.aliases, help=entry.help)
+    _remember_command_parsers(parser)
     return parser
+
+
+def _remember_command_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command's parser records itself in the arguments it parses, so that a
+    UsageError shows the usage of the command given, as argparse's own errors do."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command_parser in action.choices.values():
+                command_parser.set_defaults(usage_parser=command_parser)
+                _remember_command_parsers(command_parser)
 
 
 def command_entry(command: str | None) -> Command | None:
@@ -159,8 +170,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args) or EXIT_OK)
     except UsageError as error:
-        parser.print_usage(sys.stderr)
-        print(f"rasp-sim: error: {error}", file=sys.stderr)
+        usage_parser = getattr(args, "usage_parser", parser)
+        usage_parser.print_usage(sys.stderr)
+        print(f"{usage_parser.prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except RaspError as error:
         if args.debug:
