@@ -1,7 +1,8 @@
 """`rasp-sim experiment`: train the embedding of frozen (universal) transformers.
 
     rasp-sim experiment dyck1|khop|all --budget ci|small|medium|paper [--backbone V ...]
-                        [--seeds S ...] [--steps N] [--out DIR] [--device cpu|gpu]
+                        [--seeds S ...] [--steps N] [--batch B] [--out DIR]
+                        [--device cpu|gpu]
                         [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
 
 One run goes straight through the trainer; several run one after another, or on Dask with
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .options import add_json_option, positive
@@ -39,9 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=positive, metavar="N",
                         help="train each run for N steps instead of the budget's (warm-up, "
                         "curve points and checkpoints scaled with it)")
+    parser.add_argument("--batch", type=positive, metavar="B",
+                        help="train each run on batches of B instead of the budget's")
     parser.add_argument("--out", metavar="DIR",
-                        help="output folder (default ./rasp-sim-experiments/BUDGET, or "
-                        "BUDGET-stepsN with --steps N)")
+                        help="output folder (default ./rasp-sim-experiments/BUDGET, with "
+                        "-stepsN and -batchB added for --steps N and --batch B)")
     parser.add_argument("--device", choices=("cpu", "gpu"),
                         help="where JAX trains (float32 on both); default: a GPU if JAX sees "
                         "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
@@ -69,6 +73,8 @@ def handle(args: argparse.Namespace) -> int:
                    tuple(args.seeds) if args.seeds else None)
     if args.steps:
         configs = with_steps(configs, args.steps)
+    if args.batch:
+        configs = [replace(config, batch=args.batch) for config in configs]
     try:
         from experiments.device import resolve_device
         from experiments.plot import plot_curves
@@ -78,7 +84,8 @@ def handle(args: argparse.Namespace) -> int:
                               f"pip install 'rasp-sim[train]'") from None
     # On an existing cluster the workers' devices count, not this process's: they check.
     device = args.device if args.scheduler else resolve_device(args.device)
-    default_out = args.budget + (f"-steps{args.steps}" if args.steps else "")
+    default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
+                   + (f"-batch{args.batch}" if args.batch else ""))
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
                               progress=not args.no_progress, device_name=device)
@@ -87,7 +94,8 @@ def handle(args: argparse.Namespace) -> int:
     for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):
         plots.append(str(plot_curves([r for r in results if r["config"]["task"] == task],
                                      out / f"curves-{task}.png", task)))
-    summary = {"budget": args.budget, "steps": args.steps, "runs": len(configs), "rows": rows,
+    summary = {"budget": args.budget, "steps": args.steps, "batch": args.batch,
+               "runs": len(configs), "rows": rows,
                "failures": failures, "plots": plots}
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

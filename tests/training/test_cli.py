@@ -105,6 +105,19 @@ def test_steps_scale_the_schedule_with_the_run():
     assert (short.steps, short.warmup, short.eval_every, short.checkpoint_every) == (3, 0, 1, 0)
 
 
+def test_steps_and_batch_override_the_budget_and_name_the_default_out_folder(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "dyck1", "--steps", "3", "--batch", "4", "--no-progress",
+                 "--json"]) == 0
+    out = tmp_path / "rasp-sim-experiments" / "ci-steps3-batch4"
+    (result_file,) = out.glob("*/result.json")
+    config = json.loads(result_file.read_text())["config"]
+    assert (config["steps"], config["batch"]) == (3, 4)
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["steps"], summary["batch"]) == (3, 4)
+
+
 def test_steps_must_be_positive(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["experiment", "dyck1", "--steps", "0"])
