@@ -15,8 +15,8 @@
   than larger, because the one longer run we had (S-A Dyck-1 at the small sizes continued
   to 4,000 steps: 86.6%, from 71.0% at 500) gained from steps alone. One seed at
   max_hops = 4 keeps the budget near two hours: its runs with MLPs (S-RLM, R-RLM, F) take
-  about 1,100-1,300 s each, so three seeds of every backbone (63 runs) come to about
-  3 h 20 min; the five backbones we ran there with three seeds varied by at most 1.6
+  about 1,000-1,300 s each, so three seeds of every backbone (63 runs) come to about
+  3 h 20 min; the five backbones we ran there with two or three seeds varied by at most 1.6
   points between seeds. Measured: 49 runs, 3.7 h of training, so about 2 h on 2 CPU
   cores with --workers 2. The paper budget (batch 1,000 x 10,000 steps at
   m = 416, about 12.6 CPU-seconds a step) is some 35 CPU-hours per Dyck-1 run: a GPU's.
