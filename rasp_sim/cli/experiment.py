@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", choices=("cpu", "gpu"),
                         help="where JAX trains (float32 on both); default: a GPU if JAX sees "
                         "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
+    parser.add_argument("--workers", type=positive, default=1, metavar="N",
                         help="parallel runs on a local Dask cluster (default 1: in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run on an existing Dask scheduler, e.g. tcp://host:8786")
@@ -65,10 +65,6 @@ def handle(args: argparse.Namespace) -> int:
     from experiments.errors import ExperimentError
     from experiments.results import markdown_table, summarise
 
-    from . import UsageError
-
-    if args.workers < 1:
-        raise UsageError(f"--workers: must be at least 1, got {args.workers}")
     configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
                    tuple(args.seeds) if args.seeds else None)
     if args.steps:

@@ -118,13 +118,6 @@ def test_steps_and_batch_override_the_budget_and_name_the_default_out_folder(tmp
     assert (summary["steps"], summary["batch"]) == (3, 4)
 
 
-def test_steps_must_be_positive(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["experiment", "dyck1", "--steps", "0"])
-    assert exit_info.value.code == 2
-    assert "--steps: invalid value '0': expected a positive integer" in capsys.readouterr().err
-
-
 def test_plan_errors_name_the_choices():
     with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, medium, "
                                               "paper"):
@@ -142,9 +135,13 @@ def test_bad_task_or_backbone_exits_1_with_a_clear_message(argv, message, capsys
     assert message in capsys.readouterr().err
 
 
-def test_bad_worker_count_is_a_usage_error(capsys):
-    assert main(["experiment", "dyck1", "--workers", "0"]) == 2
-    assert "--workers: must be at least 1, got 0" in capsys.readouterr().err
+@pytest.mark.parametrize("option", ["--workers", "--steps", "--batch"])
+def test_counts_below_one_are_usage_errors(capsys, option):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["experiment", "dyck1", option, "0"])
+    assert exit_info.value.code == 2
+    assert f"{option}: invalid value '0': expected a positive integer" in \
+        capsys.readouterr().err
 
 
 @pytest.mark.slow
