@@ -71,7 +71,7 @@ REFERENCES: dict[str, tuple[list[tuple], Callable[[list], np.ndarray]]] = {
 
 def numpy_error(name: str, model: Path, length: int, samples: int = 50) -> float:
     """max |weights - NumPy| / max(1, max|NumPy|) over random standard-normal inputs."""
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
 
     shapes, reference = REFERENCES[name]
     rng = np.random.default_rng(0)

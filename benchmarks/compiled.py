@@ -36,12 +36,12 @@ from typing import Callable
 import numpy as np
 
 from rasp_sim.cli.program import load_named_node
-from compiler.forward import forward
-from compiler.tracr_backend import driver
-from compiler.tracr_backend.assemble import to_weights, tracr_model
-from compiler.tracr_backend.pipeline import BOS, compile_graph
-from compiler.tracr_backend.runtime import run_ids
-from compiler.weights import Transformer
+from rasp_sim.compiler.forward import forward
+from rasp_sim.compiler.tracr_backend import driver
+from rasp_sim.compiler.tracr_backend.assemble import to_weights, tracr_model
+from rasp_sim.compiler.tracr_backend.pipeline import BOS, compile_graph
+from rasp_sim.compiler.tracr_backend.runtime import run_ids
+from rasp_sim.compiler.weights import Transformer
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "examples" / "compile"
 # (name in examples/compile/numeric.rasp, the sequence length its layout needs, from

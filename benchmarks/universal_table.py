@@ -20,12 +20,12 @@ import time
 # set the variable yourself to override.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from compiler.universal.embed import embed
-from compiler.universal.gaussian import build_random
-from compiler.universal.paths import constraint_count
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape, random_target
-from compiler.universal.verify import verify
+from rasp_sim.compiler.universal.embed import embed
+from rasp_sim.compiler.universal.gaussian import build_random
+from rasp_sim.compiler.universal.paths import constraint_count
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape, random_target
+from rasp_sim.compiler.universal.verify import verify
 
 LAYOUTS = (("compact", False, False), ("tied", True, False), ("residual", False, True))
 

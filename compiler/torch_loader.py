@@ -1,7 +1,7 @@
 """Loading rasp-sim weights into PyTorch (optional: torch is not a dependency).
 
-    from compiler.torch_loader import load_torch
-    from compiler.tracr_backend.runtime import numeric_features, token_ids
+    from rasp_sim.compiler.torch_loader import load_torch
+    from rasp_sim.compiler.tracr_backend.runtime import numeric_features, token_ids
     net = load_torch("reverse.npz")                        # a torch.nn.Module, float64
     ids = torch.tensor([token_ids(net.weights, list("abc"))])
     out = net(ids)                                          # (1, 4, c); position 0 is BOS

@@ -75,7 +75,7 @@ def _stdlib_program() -> ast.Program:
 
 def _library_folder() -> Path | None:
     try:
-        return Path(str(importlib.resources.files("programs")))
+        return Path(str(importlib.resources.files("rasp_sim.programs")))
     except ModuleNotFoundError:
         return None
 

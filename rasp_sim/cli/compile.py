@@ -101,7 +101,7 @@ def load_sop(file: str, name: str, sandbox: bool) -> SOp:
 
 def _backend():  # type: ignore[no-untyped-def]
     try:
-        from compiler import tracr_driver as driver
+        from rasp_sim.compiler import tracr_driver as driver
     except ImportError as error:
         raise RaspError(f"compiling needs the 'compile' extra (tracr, jax, dm-haiku): "
                         f"pip install 'rasp-sim[compile]' ({error})") from None
@@ -172,7 +172,7 @@ def run_verify(args: argparse.Namespace) -> int:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = load_sop(args.file, args.name, args.sandbox)
-    from compiler import load_compiled
+    from rasp_sim.compiler import load_compiled
 
     model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)
     if warning:

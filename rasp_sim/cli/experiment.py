@@ -61,9 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from experiments.budgets import plan, with_steps
-    from experiments.errors import ExperimentError
-    from experiments.results import markdown_table, summarise
+    from rasp_sim.experiments.budgets import plan, with_steps
+    from rasp_sim.experiments.errors import ExperimentError
+    from rasp_sim.experiments.results import markdown_table, summarise
 
     configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
                    tuple(args.seeds) if args.seeds else None)
@@ -72,9 +72,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.batch:
         configs = [replace(config, batch=args.batch) for config in configs]
     try:
-        from experiments.device import resolve_device
-        from experiments.plot import plot_curves
-        from experiments.sweep import sweep
+        from rasp_sim.experiments.device import resolve_device
+        from rasp_sim.experiments.plot import plot_curves
+        from rasp_sim.experiments.sweep import sweep
     except ImportError as error:
         raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
                               f"pip install 'rasp-sim[train]'") from None

@@ -114,7 +114,7 @@ def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
 
 
 def _weights_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from compiler import load_compiled, run_weights
+    from rasp_sim.compiler import load_compiled, run_weights
 
     model, warning = load_compiled(args.weights, args.allow_unvalidated, args.memory_limit)
     if warning:

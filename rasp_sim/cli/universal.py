@@ -82,13 +82,13 @@ def _save_array(path: str, matrix: np.ndarray) -> None:
 
 
 def _loaded(path: str, limit: int):
-    from compiler import load_weights as load
+    from rasp_sim.compiler import load_weights as load
 
     return load(path, limit)
 
 
 def _shape(args: argparse.Namespace):
-    from compiler.universal import Shape
+    from rasp_sim.compiler.universal import Shape
     return Shape(dim=args.dim, head_dim=args.head_dim or args.dim, out_dim=args.out_dim or args.dim,
                  heads=args.heads, layers=args.layers, residual=args.residual,
                  causal=args.mask != "full")
@@ -111,15 +111,15 @@ def _shape_like(args: argparse.Namespace):
     if given:
         raise UsageError(f"{', '.join(given)}: --like {args.like} takes the whole shape from "
                          "the model; drop the shape options")
-    from compiler.universal import shape_of
+    from rasp_sim.compiler.universal import shape_of
 
     return shape_of(_compiled(args.like, args.memory_limit))
 
 
 def _compiled(path: str, limit: int):
     """The compiled model in `path`, or an error naming the file (not a compile output)."""
-    from compiler import WeightsError, compile_info, in_file
-    from compiler.universal import is_compiled
+    from rasp_sim.compiler import WeightsError, compile_info, in_file
+    from rasp_sim.compiler.universal import is_compiled
 
     model = _loaded(path, limit)
     try:
@@ -148,8 +148,8 @@ def _describe(shape) -> str:
 
 
 def build(args: argparse.Namespace) -> int:
-    from compiler import save_weights as save
-    from compiler.universal import (budget, build_random, build_sparse, check_tied,
+    from rasp_sim.compiler import save_weights as save
+    from rasp_sim.compiler.universal import (budget, build_random, build_sparse, check_tied,
                                     constraint_count, size_report)
 
     if args.m is not None and args.random is None:
@@ -180,8 +180,8 @@ def build(args: argparse.Namespace) -> int:
 
 
 def target(args: argparse.Namespace) -> int:
-    from compiler import save_weights as save
-    from compiler.universal import budget, random_target
+    from rasp_sim.compiler import save_weights as save
+    from rasp_sim.compiler.universal import budget, random_target
 
     _check_output(args.output)
     shape = _shape(args)
@@ -197,8 +197,8 @@ def target(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace):
     """The UT, its spec, the model TARGET names and the target it stands for (a compiled
     model with its embeddings folded into an input projection: compiled.as_target)."""
-    from compiler import WeightsError, in_file
-    from compiler.universal import as_target, is_compiled, read_spec
+    from rasp_sim.compiler import WeightsError, in_file
+    from rasp_sim.compiler.universal import as_target, is_compiled, read_spec
 
     ut = _loaded(args.ut, args.memory_limit)
     try:
@@ -217,7 +217,7 @@ def _load(args: argparse.Namespace):
 def _embed(args: argparse.Namespace, loaded, batch: int = 0, longest: int = 0):
     """E for the `loaded` (_load) target, once the memory estimate of the embedding (and
     of a verification on `batch` inputs up to length `longest`) passed; and its seconds."""
-    from compiler.universal import budget, embed_target as embed
+    from rasp_sim.compiler.universal import budget, embed_target as embed
 
     ut, spec, _, model = loaded
     what = f"embedding a target in the {spec.kind} universal transformer ({_describe(spec.shape)})"
@@ -253,7 +253,7 @@ def _load_embedding(path: str, embedding):
     (checked from its header before its data is read), finite."""
     from dataclasses import replace
 
-    from compiler import NpyFile, WeightsError, in_file
+    from rasp_sim.compiler import NpyFile, WeightsError, in_file
 
     try:
         with NpyFile(path, "embedding") as stored:
@@ -288,7 +288,7 @@ def parse_lengths(text: str) -> range | tuple[int, ...]:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    from compiler.universal import verify_embedding as verify
+    from rasp_sim.compiler.universal import verify_embedding as verify
 
     loaded = _load(args)
     ut, _, model, target = loaded
@@ -318,7 +318,7 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def _verify_compiled(args: argparse.Namespace, loaded) -> int:
     """verify for a compiled model: every input of its domain (exhaustive.py)."""
-    from compiler.universal import check_domain_size, check_every_input
+    from rasp_sim.compiler.universal import check_domain_size, check_every_input
 
     if args.lengths is not None or args.seed is not None:
         raise UsageError("--lengths and --seed choose random inputs; a compiled model is "
@@ -354,7 +354,7 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
     """The s-op to compare with (--program/--name, else the compile record's program file
     and name when that file is there) and a line saying which; None if there is none."""
-    from compiler import compile_info
+    from rasp_sim.compiler import compile_info
 
     from .compile import load_sop
 

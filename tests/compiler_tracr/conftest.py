@@ -27,7 +27,7 @@ def file_node(folder: Path, file: str, name: str):
 @pytest.fixture(scope="session")
 def driver():
     pytest.importorskip("tracr")
-    from compiler.tracr_backend import driver as module
+    from rasp_sim.compiler.tracr_backend import driver as module
 
     return module
 

@@ -16,7 +16,7 @@ pytest.importorskip("tracr")
 from rasp_sim import graph as g  # noqa: E402
 from rasp_sim import semantics  # noqa: E402
 from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS  # noqa: E402
-from compiler.tracr_backend.atoms import atom_function  # noqa: E402
+from rasp_sim.compiler.tracr_backend.atoms import atom_function  # noqa: E402
 from rasp_sim.errors import RaspError  # noqa: E402
 from rasp_sim.evaluate import evaluate_one  # noqa: E402
 

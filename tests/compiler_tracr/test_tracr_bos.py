@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("tracr")
 
-from compiler.tracr_backend.runtime import run_weights  # noqa: E402
-from compiler.tracr_backend.validate import interpret  # noqa: E402
+from rasp_sim.compiler.tracr_backend.runtime import run_weights  # noqa: E402
+from rasp_sim.compiler.tracr_backend.validate import interpret  # noqa: E402
 
 # A mean converted to categorical, then used as a select key: at BOS the discretising MLP
 # wrote the one-hot of the grid value nearest 0, so queries with q == 0 matched BOS.

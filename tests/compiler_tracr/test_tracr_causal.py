@@ -11,7 +11,7 @@ def test_causal_histogram_counts_the_prefix(driver, library):
     result = driver.compile_program(library("histogram.rasp", "hist"), list("ab"), 4, causal=True,
                                     tracr_oracle=False)
     assert result.report.ok and result.weights.causal
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [list("abaa")]) == [[1, 1, 2, 3]]
 
 
@@ -20,5 +20,5 @@ def test_causal_reverse_reads_position_zero(driver, library):
     result = driver.compile_program(library("reverse.rasp", "reversed"), list("abc"), 4,
                                     causal=True, tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [list("cab")]) == [["c", "c", "c"]]

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("tracr")
 
 from rasp_sim.cli import main  # noqa: E402
-from compiler import weights as weight_format  # noqa: E402
+from rasp_sim.compiler import weights as weight_format  # noqa: E402
 
 # The classic library's wrappers, as a user compiles them.
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "compile"
@@ -93,7 +93,7 @@ def test_broken_weight_files(reverse_model, tmp_path, capsys):
 
 
 def test_a_disagreeing_model_is_not_written_unless_forced(monkeypatch, tmp_path, capsys):
-    from compiler.tracr_backend import driver
+    from rasp_sim.compiler.tracr_backend import driver
 
     real = driver.to_weights
 
@@ -146,7 +146,7 @@ def test_compile_without_check_tracr_skips_the_oracle(tmp_path, capsys):
 def test_importing_the_driver_does_not_import_jax(tmp_path):
     from heavy_imports import heavy_modules_after
 
-    loaded = heavy_modules_after("from compiler.tracr_backend import driver", tmp_path)
+    loaded = heavy_modules_after("from rasp_sim.compiler.tracr_backend import driver", tmp_path)
     assert "jax" not in loaded and "haiku" not in loaded
 
 
@@ -213,7 +213,7 @@ def test_compile_to_an_unwritable_path(tmp_path, capsys):
 
 
 def test_forward_passes_are_sized_to_the_memory_limit(reverse_model):
-    from compiler.tracr_backend.runtime import rows_per_pass, run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import rows_per_pass, run_weights
     from rasp_sim.errors import RaspResourceError
 
     model = weight_format.load(reverse_model)

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("tracr")
 
-from compiler.tracr_backend.checks import Unsupported  # noqa: E402
-from compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
+from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
+from rasp_sim.compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
 from rasp_sim.errors import RaspError  # noqa: E402
 
 
@@ -110,7 +110,7 @@ def test_a_chain_of_fifty_maps_fuses_into_one_mlp(driver, program):
 
 
 def test_a_chain_of_fifty_real_valued_maps_is_one_mlp(driver, program):
-    from compiler.tracr_backend.continuous import NumericDomain
+    from rasp_sim.compiler.tracr_backend.continuous import NumericDomain
 
     lines = ["x = tokens_float;", "y0 = x + 1;"]
     lines += [f"y{i} = y{i - 1} * 0.5 + {i} if indices < {i % 5} else y{i - 1} - 1;"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from compiler.forward import matmul, mlp
-from compiler.weights import MLPBlock
+from rasp_sim.compiler.forward import matmul, mlp
+from rasp_sim.compiler.weights import MLPBlock
 
 
 def sparse_structured(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
@@ -47,7 +47,7 @@ def test_chunked_mlp_is_the_mlp(seed, hidden):
 
 def test_compiled_mlps_keep_only_units_that_write(driver, library):
     pytest.importorskip("tracr")
-    from compiler.weights import MLPBlock as Block
+    from rasp_sim.compiler.weights import MLPBlock as Block
 
     result = driver.compile_program(library("dyck.rasp", "dyck1_state"), list("()"), 8,
                                     tracr_oracle=False)
@@ -60,7 +60,7 @@ def test_compiled_mlps_keep_only_units_that_write(driver, library):
 
 def test_in_place_forward_is_the_block_by_block_stream(driver, library):
     pytest.importorskip("tracr")
-    from compiler.forward import embed_tokens, forward, readout, residual_stream
+    from rasp_sim.compiler.forward import embed_tokens, forward, readout, residual_stream
 
     weights = driver.compile_program(library("dyck.rasp", "shuffle_dyck2_state"), list("(){}"),
                                      6, tracr_oracle=False).weights

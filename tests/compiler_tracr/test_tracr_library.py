@@ -30,7 +30,7 @@ def test_classic_program_compiles_and_validates_exhaustively(driver, library, fi
 
 def test_table_covers_the_whole_classic_library():
     # Every function of programs/classic.rasp (except the helper balance_state) has a row.
-    from programs import __file__ as programs_init
+    from rasp_sim.programs import __file__ as programs_init
     source = (Path(programs_init).parent / "classic.rasp").read_text()
     functions = set(re.findall(r"^def (\w+)\(", source, re.M)) - {"balance_state"}
     wrappers = "".join((TABLE.parent / f).read_text() for f in {f for f, *_ in CLASSIC})
@@ -48,7 +48,7 @@ def test_sort_of_integers_compiles(driver, library):
     root = library("sort.rasp", "sorted")
     result = driver.compile_program(root, [0, 1, 2], 3, tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend import run_weights
+    from rasp_sim.compiler.tracr_backend import run_weights
     # numerical (mean head): exact up to softmax leakage e^-100 per key
     assert run_weights(result.weights, [[2, 0, 1]])[0] == pytest.approx([0, 1, 2], abs=1e-12)
 

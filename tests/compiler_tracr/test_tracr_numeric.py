@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "library"))
 
 from lib_refs import attention_ref, encoder_ref, layout, mha_ref, softmax_rows  # noqa: E402
 
-from compiler.tracr_backend.checks import Unsupported  # noqa: E402
-from compiler.tracr_backend.continuous import NumericDomain  # noqa: E402
-from compiler.tracr_backend.runtime import run_weights  # noqa: E402
+from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
+from rasp_sim.compiler.tracr_backend.continuous import NumericDomain  # noqa: E402
+from rasp_sim.compiler.tracr_backend.runtime import run_weights  # noqa: E402
 
 TOLERANCE = 1e-9
 

@@ -14,9 +14,9 @@ from tracr.craft import bases  # noqa: E402
 from tracr.craft.chamber import categorical_mlp  # noqa: E402
 from tracr.rasp import rasp  # noqa: E402
 
-from compiler.tracr_backend import blocks  # noqa: E402
-from compiler.tracr_backend.bases import ValueSets  # noqa: E402
-from compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
+from rasp_sim.compiler.tracr_backend import blocks  # noqa: E402
+from rasp_sim.compiler.tracr_backend.bases import ValueSets  # noqa: E402
+from rasp_sim.compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
 from rasp_sim import semantics  # noqa: E402
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
@@ -103,7 +103,7 @@ program_text = st.tuples(arith, arith, st.sampled_from(OPS), arith, st.booleans(
 @settings(max_examples=15, deadline=None)
 @given(program_text)
 def test_random_programs_are_refused_or_validated(driver, program, text):
-    from compiler.tracr_backend.checks import Unsupported
+    from rasp_sim.compiler.tracr_backend.checks import Unsupported
 
     root = program(f"tokens = tokens_int;\nr = {text};", "r")
     try:

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("tracr")
 
-from compiler.tracr_backend.checks import Unsupported  # noqa: E402
-from compiler.tracr_backend.validate import domain_size  # noqa: E402
+from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
+from rasp_sim.compiler.tracr_backend.validate import domain_size  # noqa: E402
 
 from program_strategy import compilable_programs  # noqa: E402
 

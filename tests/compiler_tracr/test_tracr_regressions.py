@@ -32,7 +32,7 @@ def test_negative_categorical_to_numerical_map_is_clipped_by_stock_tracr(driver,
                    "tokens - 1);", "m")
     result = driver.compile_program(root, [0, 1, 2], 4, tracr_oracle=False)
     assert result.report.ok and result.report.mode == "exhaustive"
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [[0, 1, 2]]) == [[-1.0, -0.5, 0.0]]
 
 
@@ -49,7 +49,7 @@ def test_stock_value_set_of_a_numerical_mean_misses_two_thirds(driver, program):
                    "s = 10 * f;", "s")
     result = driver.compile_program(root, ["x", "y"], 6, tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     got = run_weights(result.weights, [list("xxyxxx")])[0]
     assert got == pytest.approx([10, 10, 20 / 3, 7.5, 8, 25 / 3], abs=1e-12)
 
@@ -67,7 +67,7 @@ def test_stock_logits_are_divided_by_sqrt_key_size(driver, program):
     root = program('f = aggregate(select(indices, indices, <=), indicator(tokens == "x"));', "f")
     result = driver.compile_program(root, ["x", "y"], 10, samples=500)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     ours = np.array(run_weights(result.weights, [text])[0])
     assert np.max(np.abs(ours - exact)) <= 1e-12
 
@@ -94,7 +94,7 @@ def test_stock_basis_inference_enumerates_every_sum(driver, program):
     basis_inference.infer_bases(graph.graph, graph.sink, set(vocab), 3)
     assert len(graph.sink[tracr_nodes.VALUE_SET]) > 1000  # grows as |V|^terms
     # rasp-sim computes no value set for a numerical s-op that nothing discretises.
-    from compiler.tracr_backend.pipeline import compile_graph
+    from rasp_sim.compiler.tracr_backend.pipeline import compile_graph
     root = program("tokens = tokens_float; p = select(indices, indices, <=); "
                    "m = aggregate(p, tokens) + aggregate(p, 2 * tokens) + "
                    "aggregate(p, 3 * tokens);", "m")
@@ -113,7 +113,7 @@ def test_stock_categorical_aggregate_empty_row_gives_a_value_not_the_default(dri
                    "tokens, 0);", "s")
     result = driver.compile_program(root, [1, 2, 3], 4, tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [[2, 3, 1, 1]]) == [[1, 1, 0, 0]]
 
 
@@ -134,7 +134,7 @@ def test_stock_rejects_length(driver, program):
     result = driver.compile_program(program("n = length;", "n"), ["a", "b"], 4,
                                     tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [list("ab"), list("abba")]) == [[2, 2], [4, 4, 4, 4]]
 
 
@@ -149,7 +149,7 @@ def test_stock_categorical_mean_over_a_wide_selector_is_an_argmax(driver, progra
         "tokens = tokens_int; m = aggregate(select(tokens, tokens, <=), tokens);", "m"),
         [1, 2], 2, tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [[1, 2]])[0] == pytest.approx([1.0, 1.5], abs=1e-12)
 
 
@@ -173,6 +173,6 @@ def test_stock_numerical_mean_forces_default_zero(driver, program):
                    "e")
     result = driver.compile_program(root, ["x", "y"], 4, tracr_oracle=False)
     assert result.report.ok
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
     assert run_weights(result.weights, [list("xyx")])[0] == pytest.approx([-1, 1, 0.5],
                                                                           abs=1e-12)

@@ -9,9 +9,9 @@ pytest.importorskip("tracr")
 
 
 def test_torch_module_matches_numpy_forward(driver, library):
-    from compiler.forward import forward
-    from compiler.torch_loader import load_torch
-    from compiler.tracr_backend.runtime import token_ids
+    from rasp_sim.compiler.forward import forward
+    from rasp_sim.compiler.torch_loader import load_torch
+    from rasp_sim.compiler.tracr_backend.runtime import token_ids
 
     weights = driver.compile_program(library("reverse.rasp", "reversed"), list("abc"), 4).weights
     net = load_torch(weights)

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("tracr")
 
-from compiler.tracr_backend import validate as v  # noqa: E402
-from compiler.tracr_backend.runtime import run_ids  # noqa: E402
+from rasp_sim.compiler.tracr_backend import validate as v  # noqa: E402
+from rasp_sim.compiler.tracr_backend.runtime import run_ids  # noqa: E402
 from rasp_sim.evaluate import evaluate  # noqa: E402
 
 VOCAB = list(range(10))

@@ -56,11 +56,11 @@ def run_json(capsys, *argv: str) -> tuple[int, dict]:
 @pytest.mark.parametrize("program", sorted(ATTENTION_ONLY))
 def test_attention_only_programs_round_trip_on_every_input(tmp_path, capsys, driver, program,
                                                            causal):
-    from compiler.forward import forward
-    from compiler.tracr_backend.validate import domain_size
-    from compiler.universal.compiled import one_hot_inputs
-    from compiler.universal.embed import program as programmed
-    from compiler.weights import AttentionBlock, load
+    from rasp_sim.compiler.forward import forward
+    from rasp_sim.compiler.tracr_backend.validate import domain_size
+    from rasp_sim.compiler.universal.compiled import one_hot_inputs
+    from rasp_sim.compiler.universal.embed import program as programmed
+    from rasp_sim.compiler.weights import AttentionBlock, load
 
     source, vocab = ATTENTION_ONLY[program]
     model_path = compile_to(tmp_path, driver, source, vocab, causal=causal)
@@ -85,7 +85,7 @@ def test_attention_only_programs_round_trip_on_every_input(tmp_path, capsys, dri
 
 def test_example_script_runs_its_three_commands(tmp_path, capsys, monkeypatch):
     """examples/universal/run.sh, each `rasp-sim` line run in-process, in order."""
-    from compiler.tracr_backend.validate import domain_size
+    from rasp_sim.compiler.tracr_backend.validate import domain_size
 
     script = (EXAMPLE / "run.sh").read_text()
     lines = [line for line in script.splitlines() if line.startswith("rasp-sim ")]
@@ -128,7 +128,7 @@ def test_model_with_an_mlp_is_refused_naming_block_and_operation(tmp_path, capsy
 
 
 def test_model_without_the_block_record_is_refused_with_the_index(tmp_path, capsys, driver):
-    from compiler.weights import load, save
+    from rasp_sim.compiler.weights import load, save
 
     path = compile_to(tmp_path, driver, MLP_PROGRAM, "0,1,2")  # layers: head, scrub, map
     model = load(path)
@@ -141,7 +141,7 @@ def test_model_without_the_block_record_is_refused_with_the_index(tmp_path, caps
 
 
 def test_compile_record_lists_each_layers_operations(tmp_path, driver):
-    from compiler.weights import load
+    from rasp_sim.compiler.weights import load
 
     record = load(compile_to(tmp_path, driver, MLP_PROGRAM, "0,1,2")).metadata["tracr_compile"]
     x, y = (f"{tmp_path / 'program.rasp'}:{line}:5" for line in (1, 2))
@@ -152,7 +152,7 @@ def test_compile_record_lists_each_layers_operations(tmp_path, driver):
 
 
 def test_domain_above_the_limit_is_refused_with_its_size(tmp_path, capsys, driver):
-    from compiler.tracr_backend.validate import domain_size
+    from rasp_sim.compiler.tracr_backend.validate import domain_size
 
     model = compile_to(tmp_path, driver, ATTENTION_ONLY["shift"][0], "a,b,c")
     ut = str(tmp_path / "ut.npz")
@@ -167,7 +167,7 @@ def test_domain_above_the_limit_is_refused_with_its_size(tmp_path, capsys, drive
 
 
 def test_wrong_embedding_reports_the_first_disagreeing_input(tmp_path, capsys, driver):
-    from compiler.tracr_backend.runtime import run_weights
+    from rasp_sim.compiler.tracr_backend.runtime import run_weights
 
     model = compile_to(tmp_path, driver, ATTENTION_ONLY["shift"][0], "a,b,c")
     ut, embedding = str(tmp_path / "ut.npz"), str(tmp_path / "E.npy")

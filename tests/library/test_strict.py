@@ -58,7 +58,7 @@ def test_strict_softmax_literal_e():
 def test_library_copied_beside_a_program_runs_strict(tmp_path, monkeypatch):
     # what running under the original RASP needs: the files in the working directory,
     # with the portable numerics in place of the extended one
-    source = Path(str(files("programs")))
+    source = Path(str(files("rasp_sim.programs")))
     for path in source.glob("*.rasp"):
         shutil.copy(path, tmp_path / path.name)
     shutil.copy(source / "strict" / "numerics.rasp", tmp_path / "numerics.rasp")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from experiments.tasks.dyck import CLOSE, OPEN, PAD, QUERY
+from rasp_sim.experiments.tasks.dyck import CLOSE, OPEN, PAD, QUERY
 
 
 def balanced_string(pairs: int, rng: np.random.Generator) -> list[int]:

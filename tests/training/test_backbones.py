@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from compiler import forward
-from experiments.backbones import (VARIANTS, Sizes, build_backbone,
+from rasp_sim.compiler import forward
+from rasp_sim.experiments.backbones import (VARIANTS, Sizes, build_backbone,
                                                      check_memory, named_arrays, universal_m,
                                                      with_arrays)
-from experiments.errors import ExperimentError
-from compiler.weights import (AttentionBlock, MLPBlock, SparseMatrix, as_dense,
+from rasp_sim.experiments.errors import ExperimentError
+from rasp_sim.compiler.weights import (AttentionBlock, MLPBlock, SparseMatrix, as_dense,
                                        weights_equal)
 
 SIZES = Sizes(heads=2, layers=2, head_dim=2, out_dim=4)

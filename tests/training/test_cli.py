@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("optax")
 
 from rasp_sim.cli import main  # noqa: E402
-from experiments.backbones import VARIANTS  # noqa: E402
-from experiments.budgets import plan, with_steps  # noqa: E402
-from experiments.errors import ExperimentError  # noqa: E402
+from rasp_sim.experiments.backbones import VARIANTS  # noqa: E402
+from rasp_sim.experiments.budgets import plan, with_steps  # noqa: E402
+from rasp_sim.experiments.errors import ExperimentError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ pytest.importorskip("optax")
 
 import jax  # noqa: E402
 
-from experiments import device  # noqa: E402
-from experiments.errors import ExperimentError  # noqa: E402
+from rasp_sim.experiments import device  # noqa: E402
+from rasp_sim.experiments.errors import ExperimentError  # noqa: E402
 from rasp_sim.cli import main  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def test_gpu_traces_float32_products_and_cpu_is_left_as_it_was():
 
 def test_default_device_run_records_it_in_the_summary(no_gpu, tmp_path, monkeypatch, capsys):
     # The ci plan shrunk to 2 steps: the CLI path end to end on the default (CPU) device.
-    from experiments import budgets
+    from rasp_sim.experiments import budgets
     from dataclasses import replace
     small, seeds = budgets._ci("dyck1")[0]
     monkeypatch.setitem(budgets.BUILDERS, "ci", lambda task: [

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.tasks import dyck
+from rasp_sim.experiments.tasks import dyck
 
 from . import task_reference as reference
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.plot import plot_curves
+from rasp_sim.experiments.plot import plot_curves
 
 plt = pytest.importorskip("matplotlib.pyplot")
 

@@ -2,7 +2,7 @@
 reader can take in (k-hop: by hop count; Dyck-1: by string length, in buckets of ten)."""
 from __future__ import annotations
 
-from experiments.results import markdown_table, summarise
+from rasp_sim.experiments.results import markdown_table, summarise
 
 
 def fake_result(task: str, seed: int, by_group: dict[str, float], hops: int | None = None) -> dict:

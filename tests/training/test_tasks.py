@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from experiments.errors import ExperimentError
-from experiments.tasks import make_task
-from experiments.tasks import dyck, khop
+from rasp_sim.experiments.errors import ExperimentError
+from rasp_sim.experiments.tasks import make_task
+from rasp_sim.experiments.tasks import dyck, khop
 
 from . import task_reference as reference
 
@@ -146,7 +146,7 @@ def test_unknown_task_and_bad_hops_are_clear_errors():
 
 
 def test_majority_baseline_is_the_larger_answer_share(dyck_task):
-    from experiments.tasks import majority_accuracy
+    from rasp_sim.experiments.tasks import majority_accuracy
     batch = dyck_task.test_set()
     balanced = np.mean([dyck.is_balanced(row[:np.argmax(row == dyck.QUERY)])
                         for row in batch.inputs])

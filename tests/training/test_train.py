@@ -11,12 +11,12 @@ pytest.importorskip("optax")
 
 import jax  # noqa: E402
 
-from compiler import forward  # noqa: E402
-from experiments.backbones import Sizes, named_arrays  # noqa: E402
-from experiments.config import RunConfig  # noqa: E402
-from experiments.errors import ExperimentError  # noqa: E402
-from experiments.train import Trainer, logits_fn, train  # noqa: E402
-from compiler.weights import SparseMatrix  # noqa: E402
+from rasp_sim.compiler import forward  # noqa: E402
+from rasp_sim.experiments.backbones import Sizes, named_arrays  # noqa: E402
+from rasp_sim.experiments.config import RunConfig  # noqa: E402
+from rasp_sim.experiments.errors import ExperimentError  # noqa: E402
+from rasp_sim.experiments.train import Trainer, logits_fn, train  # noqa: E402
+from rasp_sim.compiler.weights import SparseMatrix  # noqa: E402
 
 SIZES = Sizes(heads=2, layers=2, head_dim=2, out_dim=4)
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from compiler.weights import as_dense
+from rasp_sim.compiler.weights import as_dense
 
 
 def _norm(x, ln):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from compiler.forward import forward, matmul
-from compiler.weights import (AttentionBlock, AttentionHead, LayerNorm, MLPBlock,
+from rasp_sim.compiler.forward import forward, matmul
+from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, LayerNorm, MLPBlock,
                                        SparseMatrix, Transformer)
 
 from .reference import reference_features, reference_tokens
@@ -108,10 +108,10 @@ def test_forward_runs_under_jax_and_differentiates_in_the_embedding():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    from compiler.forward import readout, residual_stream
-    from compiler.universal.embed import embed
-    from compiler.universal.sparse import build_sparse
-    from compiler.universal.target import Shape, random_target
+    from rasp_sim.compiler.forward import readout, residual_stream
+    from rasp_sim.compiler.universal.embed import embed
+    from rasp_sim.compiler.universal.sparse import build_sparse
+    from rasp_sim.compiler.universal.target import Shape, random_target
 
     shape = Shape(3, 2, 2, heads=2, layers=2, residual=True)
     ut, target = build_sparse(shape), random_target(shape, 1)

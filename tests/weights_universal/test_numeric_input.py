@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from rasp_sim.cli import main
-from compiler.forward import forward
-from compiler.tracr_backend.runtime import (compile_info, load_compiled,
+from rasp_sim.compiler.forward import forward
+from rasp_sim.compiler.tracr_backend.runtime import (compile_info, load_compiled,
                                                      numeric_features, run_weights, token_ids)
-from compiler.weights import MLPBlock, OutputEncoder, Transformer, WeightsError, save
+from rasp_sim.compiler.weights import MLPBlock, OutputEncoder, Transformer, WeightsError, save
 from rasp_sim.errors import RaspError, RaspTypeError
 
 MAX_LEN = 4

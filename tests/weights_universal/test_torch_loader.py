@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.forward import forward
-from compiler.tracr_backend.runtime import numeric_features
-from compiler.weights import WeightsError, save
+from rasp_sim.compiler.forward import forward
+from rasp_sim.compiler.tracr_backend.runtime import numeric_features
+from rasp_sim.compiler.weights import WeightsError, save
 
 from .test_forward import dense_mlp_model
 from .test_numeric_input import doubling_model
@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 
 def _net(model):
-    from compiler.torch_loader import load_torch
+    from rasp_sim.compiler.torch_loader import load_torch
 
     return load_torch(model)
 

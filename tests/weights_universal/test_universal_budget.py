@@ -7,14 +7,14 @@ from itertools import product
 
 import pytest
 
-from compiler.universal import budget
-from compiler.universal.gaussian import build_random
-from compiler.universal.paths import (constraint_count, constraint_total, constraints,
+from rasp_sim.compiler.universal import budget
+from rasp_sim.compiler.universal.gaussian import build_random
+from rasp_sim.compiler.universal.paths import (constraint_count, constraint_total, constraints,
                                                terminal_width)
-from compiler.universal.report import size_report
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape
-from compiler.weights import save
+from rasp_sim.compiler.universal.report import size_report
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape
+from rasp_sim.compiler.weights import save
 from rasp_sim.errors import RaspResourceError
 
 SHAPES = [(h, l, residual, tied) for h, l, residual, tied

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from rasp_sim.cli import main
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape
-from compiler.weights import load, weights_equal
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape
+from rasp_sim.compiler.weights import load, weights_equal
 
 
 def run_json(capsys, *argv):
@@ -156,7 +156,7 @@ def test_output_is_checked_before_building(tmp_path, capsys, where, pattern):
 
 
 def test_sizes_are_estimated_before_building(tmp_path, capsys):
-    from compiler.universal.budget import sparse_width
+    from rasp_sim.compiler.universal.budget import sparse_width
 
     out = str(tmp_path / "ut.npz")
     err = fails(capsys, ["build", "--heads", "8", "--layers", "8", "--dim", "4", "-o", out], 1)
@@ -216,7 +216,7 @@ def test_embedding_files_are_checked_before_reading(tmp_path, capsys):
 
 
 def test_a_universal_file_cannot_claim_another_shape(tmp_path, capsys):
-    from compiler.weights import save
+    from rasp_sim.compiler.weights import save
 
     ut = build_sparse(Shape(3, 2, 3, 2, 2))
     info = dict(ut.metadata["universal"])

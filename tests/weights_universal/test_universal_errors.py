@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.universal.embed import embed, program
-from compiler.universal.errors import UniversalError
-from compiler.universal.gaussian import build_random
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape, random_target
-from compiler.weights import (AttentionBlock, AttentionHead, LayerNorm, MLPBlock,
+from rasp_sim.compiler.universal.embed import embed, program
+from rasp_sim.compiler.universal.errors import UniversalError
+from rasp_sim.compiler.universal.gaussian import build_random
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape, random_target
+from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, LayerNorm, MLPBlock,
                                        WeightsError)
 from rasp_sim.errors import RaspError
 

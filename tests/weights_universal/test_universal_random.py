@@ -5,15 +5,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from compiler.universal.embed import embed
-from compiler.universal.errors import UniversalError
-from compiler.universal.gaussian import build_random, constraint_matrix
-from compiler.universal.paths import constraint_count, target_views
-from compiler.universal.report import size_report
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape, canonicalise, random_target
-from compiler.universal.verify import verify
-from compiler.weights import AttentionBlock, AttentionHead, weights_equal
+from rasp_sim.compiler.universal.embed import embed
+from rasp_sim.compiler.universal.errors import UniversalError
+from rasp_sim.compiler.universal.gaussian import build_random, constraint_matrix
+from rasp_sim.compiler.universal.paths import constraint_count, target_views
+from rasp_sim.compiler.universal.report import size_report
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape, canonicalise, random_target
+from rasp_sim.compiler.universal.verify import verify
+from rasp_sim.compiler.weights import AttentionBlock, AttentionHead, weights_equal
 
 from .reference import reference_features
 

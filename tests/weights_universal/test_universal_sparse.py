@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from compiler.universal.embed import embed
-from compiler.universal.gaussian import constraint_matrix
-from compiler.universal.paths import constraint_count
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape, random_target
-from compiler.universal.verify import verify
-from compiler.weights import (AttentionBlock, AttentionHead, SparseMatrix,
+from rasp_sim.compiler.universal.embed import embed
+from rasp_sim.compiler.universal.gaussian import constraint_matrix
+from rasp_sim.compiler.universal.paths import constraint_count
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape, random_target
+from rasp_sim.compiler.universal.verify import verify
+from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, SparseMatrix,
                                        load, save, weights_equal)
 
 from .reference import reference_features

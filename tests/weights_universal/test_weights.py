@@ -7,7 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from compiler.weights import (FORMAT_VERSION, AttentionBlock, AttentionHead,
+from rasp_sim.compiler.weights import (FORMAT_VERSION, AttentionBlock, AttentionHead,
                                        InputEncoder, LayerNorm, MLPBlock, OutputEncoder,
                                        SparseMatrix, Transformer, WeightsError, load, save,
                                        weights_digest, weights_equal)

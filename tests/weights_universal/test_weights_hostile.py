@@ -11,8 +11,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from compiler.tracr_backend.runtime import load_compiled
-from compiler.weights import (InputEncoder, MLPBlock, OutputEncoder, Transformer,
+from rasp_sim.compiler.tracr_backend.runtime import load_compiled
+from rasp_sim.compiler.weights import (InputEncoder, MLPBlock, OutputEncoder, Transformer,
                                        WeightsError, load, save)
 from rasp_sim.errors import RaspResourceError
 

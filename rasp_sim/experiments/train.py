@@ -22,8 +22,8 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from compiler import forward  # noqa: E402
-from compiler.weights import SparseMatrix, as_dense  # noqa: E402
+from rasp_sim.compiler import forward  # noqa: E402
+from rasp_sim.compiler.weights import SparseMatrix, as_dense  # noqa: E402
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402

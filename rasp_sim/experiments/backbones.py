@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from compiler.universal.gaussian import build_random
-from compiler.universal.sparse import build_sparse
-from compiler.universal.target import Shape
-from compiler.weights import (AttentionBlock, Block, LayerNorm, MLPBlock, SparseMatrix, Transformer)
+from rasp_sim.compiler.universal.gaussian import build_random
+from rasp_sim.compiler.universal.sparse import build_sparse
+from rasp_sim.compiler.universal.target import Shape
+from rasp_sim.compiler.weights import (AttentionBlock, Block, LayerNorm, MLPBlock, SparseMatrix, Transformer)
 from .errors import ExperimentError
 
 VARIANTS = ("S-A", "R-A", "S-RL", "R-RL", "S-RLM", "R-RLM", "F")
