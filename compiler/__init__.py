@@ -20,6 +20,9 @@ _TABLE: Table = {
     "save_weights": ("rasp_sim.compiler.weights", "save"),
     "in_file": ("rasp_sim.compiler.weights_format", "in_file"),
     "NpyFile": ("rasp_sim.compiler.weights_files", "NpyFile"),
+    "Transformer": ("rasp_sim.compiler.weights", "Transformer"),
+    "AttentionBlock": ("rasp_sim.compiler.weights", "AttentionBlock"),
+    "as_dense": ("rasp_sim.compiler.weights", "as_dense"),
 }
 
 __all__ = list(_TABLE)

@@ -1,6 +1,46 @@
-"""rasp-sim: the RASP language, its vectorised interpreter and its compiler to weights."""
+"""rasp-sim: the RASP language, its vectorised interpreter and its compiler to weights.
+
+The Python API (docs/python.md)::
+
+    import rasp_sim
+    program = rasp_sim.load("examples/reverse.rasp")      # or rasp_sim.parse(text)
+    program.run(["hello"])                                 # [['o', 'l', 'l', 'e', 'h']]
+    model = rasp_sim.compile(program, "reverse", vocab="abc", max_len=5)
+    model.run(["abca"]), model.trace("abca"), model.save("reverse.npz")
+
+Each public name below is imported from its module on first use (PEP 562), so `import
+rasp_sim` (and so every CLI start) stays light; `rasp_sim.testing` holds the hypothesis
+strategies and `assert_matches` for testing one's own programs.
+"""
+from __future__ import annotations
+
+from .compiler._exports import Table, lazy_getattr
 from .limits import allow_int_text
 
 # Values may be integers of up to rasp_sim.limits.MAX_INT_BITS bits: printing one (the
 # REPL, `run`, JSON) must not hit Python's default 4,300-digit str(int) limit.
 allow_int_text()
+
+_TABLE: Table = {
+    "parse": ("rasp_sim.api", "parse"),
+    "load": ("rasp_sim.api", "load"),
+    "compile": ("rasp_sim.api", "compile"),
+    "load_model": ("rasp_sim.model", "load_model"),
+    "Program": ("rasp_sim.program", "Program"),
+    "SelectorValue": ("rasp_sim.program", "SelectorValue"),
+    "Analysis": ("rasp_sim.analyse", "Analysis"),
+    "Model": ("rasp_sim.model", "Model"),
+    "Block": ("rasp_sim.model", "Block"),
+    "Operation": ("rasp_sim.model", "Operation"),
+    "RaspError": ("rasp_sim.errors", "RaspError"),
+    "RaspSyntaxError": ("rasp_sim.errors", "RaspSyntaxError"),
+    "RaspNameError": ("rasp_sim.errors", "RaspNameError"),
+    "RaspTypeError": ("rasp_sim.errors", "RaspTypeError"),
+    "RaspRuntimeError": ("rasp_sim.errors", "RaspRuntimeError"),
+    "RaspResourceError": ("rasp_sim.errors", "RaspResourceError"),
+    "CompileError": ("rasp_sim.errors", "CompileError"),
+    "WeightsError": ("rasp_sim.compiler.weights_format", "WeightsError"),
+}
+
+__all__ = list(_TABLE)
+__getattr__ = lazy_getattr(__name__, _TABLE)

@@ -135,3 +135,11 @@ class RaspResourceError(RaspError):
     """A resource limit (memory, sequence length, recursion depth) would be exceeded."""
 
     kind = "resource limit"
+
+
+class CompileError(RaspError):
+    """A program the compiler cannot lower (located at the construct, with the reason), or
+    a compiled model that disagrees with its program. Raised by `rasp_sim.compile`; the
+    compiler's own refusals and validation failures are its subclasses."""
+
+    kind = "cannot compile"

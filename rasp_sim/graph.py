@@ -76,6 +76,12 @@ class Node:
         label = f" {self.name!r}" if self.name else ""
         return f"<{type(self).__name__}{label} at {self.span}>"
 
+    def _repr_svg_(self) -> str:
+        """Jupyter: the `rasp-sim draw` picture of this s-op or selector."""
+        from .notebook import node_svg
+
+        return node_svg(self)
+
 
 # ----------------------------------------------------------------------------- s-ops
 

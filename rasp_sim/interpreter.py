@@ -224,7 +224,8 @@ class Interpreter:
         copied."""
         values = ChainMap(dict(self.top.variables), *_scope_chain(self.base))
         return Program(source=source, values=values, last_name=self.last_assigned_name,
-                       exact=self.exact, strict=self.strict)
+                       exact=self.exact, strict=self.strict,
+                       own_names=tuple(self.top.variables))
 
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and let the host show its results."""

@@ -1,21 +1,25 @@
 """A program as interpreted: its named values and the arithmetic mode they were built in.
 
-`Interpreter.run_file` / `run_source` return a `Program`. Its graphs are evaluated in the
-mode the interpreter built them for (`exact`: float literals became Fractions, so the
-evaluator must compute with Fractions too), so no caller passes the mode a second time
-and the two cannot disagree.
+`Interpreter.run_file` / `run_source` (and the public `rasp_sim.parse` / `rasp_sim.load`)
+return a `Program`. Its graphs are evaluated in the mode the interpreter built them for
+(`exact`: float literals became Fractions, so the evaluator must compute with Fractions
+too), so no caller passes the mode a second time and the two cannot disagree. The methods
+without a leading underscore are the public API (docs/python.md).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .errors import RaspNameError, RaspTypeError
-from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_groups
-from .graph import Node
+from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch, evaluate_groups
+from .graph import Node, Selector
 from .values import kind_name
+
+if TYPE_CHECKING:  # analyse imports networkx: loaded when a program is analysed, not run
+    from .analyse import Analysis
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,64 @@ class Program:
     last_name: str | None  # the name of the last top-level assignment
     exact: bool  # built for exact rational arithmetic (else float64)
     strict: bool  # built without extensions
+    own_names: tuple[str, ...] = ()  # the names the program's top level binds, in order
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The s-ops and selectors the program's top level defines, in the order first
+        bound (the library's names are not listed, but `program[name]` reaches them)."""
+        return tuple(n for n in self.own_names if isinstance(self.values.get(n), Node))
+
+    def __getitem__(self, name: str) -> Node:
+        """The s-op or selector `name` (a RaspNameError if there is none)."""
+        return self.node(name)[1]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and isinstance(self.values.get(name), Node)
+
+    def run(self, inputs: Sequence[Any], name: str | None = None, *,
+            memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
+        """`name`'s value on each input (default: the last name assigned), as the CLI's
+        `run` computes it: one list of typed values (int, float, bool, str; Fraction in
+        exact mode) per input, or for a selector one `SelectorValue` (its query x key
+        rows) per input. `inputs` is a list of inputs, each a str (its characters are the
+        tokens) or a sequence of atoms."""
+        if isinstance(inputs, (str, bytes)):
+            raise RaspTypeError(f"run takes a list of inputs, e.g. [{inputs!r}], not one "
+                                f"{type(inputs).__name__}")
+        node = self.node(name)[1]
+        inputs = list(inputs)
+        values = self.evaluate(inputs, name, memory_limit=memory_limit)
+        if isinstance(node, Selector):
+            return [SelectorValue(rows, tuple(x)) for rows, x in zip(values, inputs)]
+        return values
+
+    def run_batch(self, batch: Any, name: str | None = None, *,
+                  memory_limit: int = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
+        """The vectorised path: `name`'s values on a batch of equal-length inputs (a 2-D
+        array or a list), as one array: (batch, n) for an s-op (dtype int64, float64,
+        bool, or object for strings, mixed columns and exact Fractions), (batch, n, n)
+        bool for a selector."""
+        node = self.node(name)[1]
+        if isinstance(batch, np.ndarray) and batch.ndim != 2:
+            raise RaspTypeError(f"run_batch takes a 2-D batch (inputs x positions), got an "
+                                f"array of shape {batch.shape}")
+        value = evaluate_batch([node], batch, exact=self.exact,
+                               memory_limit_bytes=memory_limit)[node]
+        count = len(batch)
+        return np.array(np.broadcast_to(value, (count, *value.shape[1:])))
+
+    def analyse(self, name: str | None = None) -> "Analysis":
+        """The layers and heads `name` needs (`rasp-sim analyse`)."""
+        from .analyse import analyse
+
+        return analyse(self.node(name)[1])
+
+    def _repr_svg_(self) -> str:
+        """Jupyter: the `rasp-sim draw` picture of the last name assigned."""
+        from .notebook import node_svg
+
+        return node_svg(self.node()[1])
 
     def node(self, name: str | None = None) -> tuple[str, Node]:
         """`name`'s s-op or selector (default: the last name the program assigned)."""
@@ -65,3 +127,18 @@ class Program:
                                            memory_limit_bytes=memory_limit,
                                            first_index=first_index):
             yield ids, arrays[node]
+
+
+class SelectorValue(list):
+    """A selector's value on one input: its rows, row q the keys query q selects
+    (`M[q][k]`), as a list of lists of bools; in Jupyter a query x key grid labelled with
+    the input's tokens."""
+
+    def __init__(self, rows: Sequence[Sequence[bool]], tokens: tuple[Any, ...]):
+        super().__init__(list(row) for row in rows)
+        self.tokens = tokens
+
+    def _repr_svg_(self) -> str:
+        from .notebook import selector_svg
+
+        return selector_svg(self, self.tokens)

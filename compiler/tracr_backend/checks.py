@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from rasp_sim import graph as g
-from rasp_sim.errors import RaspError, Span
+from rasp_sim.errors import CompileError, RaspError, Span
 
 # Above these sizes a lookup table or value set would make a model nobody can use; the
 # limits are checked before anything is enumerated (COMPILER.md 5.1, 2.5).
@@ -19,7 +19,7 @@ MAX_TABLE = 100_000
 MAX_VOCAB = 1_000
 
 
-class Unsupported(RaspError):
+class Unsupported(CompileError):
     """A construct the tracr backend cannot lower (or refuses to, with the reason)."""
 
     kind = "cannot compile"

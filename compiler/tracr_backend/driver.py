@@ -65,7 +65,7 @@ from tracr.craft import transformers  # noqa: E402
 
 from rasp_sim import graph as g  # noqa: E402
 from rasp_sim import semantics  # noqa: E402
-from rasp_sim.errors import RaspError  # noqa: E402
+from rasp_sim.errors import CompileError, RaspError  # noqa: E402
 
 from ..weights import AttentionBlock, Transformer, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
@@ -85,7 +85,7 @@ def _jax() -> ModuleType:
     return jax
 
 
-class ValidationFailed(RaspError):
+class ValidationFailed(CompileError):
     """The compiled model disagrees with the interpreter (or tracr) on some input."""
 
     kind = "validation failed"
@@ -204,6 +204,8 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     else:
         report = validate(root, weights, vocab, max_len, tracr_forward=oracle, samples=samples,
                           seed=seed, progress=progress, min_len=compiled.min_len)
+    if report.output_type is not None:
+        record["output_type"] = report.output_type
     return Result(_marked(weights, report, forced=False), report, compiled, seconds)
 
 
@@ -246,22 +248,34 @@ def _marked(weights: Transformer, report: Report, forced: bool) -> Transformer:
     return weights.replace(metadata=metadata)
 
 
+# What a refused compile says to do instead: the CLI's and the Python API's words.
+CLI_REMEDY = "nothing written (--force writes it marked unvalidated)"
+API_REMEDY = "force=True returns it marked unvalidated"
+
+
+def final_weights(result: Result, *, force: bool = False, remedy: str = CLI_REMEDY
+                  ) -> Transformer:
+    """The weights to hand out, marked validated; a failed validation raises a
+    ValidationFailed ending in `remedy` unless `force`, which marks them unvalidated."""
+    if not result.report.ok and not force:
+        raise _failure(result.report, remedy)
+    return _marked(result.weights, result.report, forced=force and not result.report.ok)
+
+
 def write(result: Result, path: str | Path, *, force: bool = False) -> None:
     """Write validated weights; a failed validation raises unless `force` (then the file
     is marked unvalidated)."""
-    if not result.report.ok and not force:
-        raise _failure(result.report)
+    weights = final_weights(result, force=force)
     try:
-        save(_marked(result.weights, result.report, forced=force and not result.report.ok), path)
+        save(weights, path)
     except OSError as error:
         raise RaspError(f"cannot write the weights to {path}: {error.strerror}") from None
 
 
-def _failure(report: Report) -> ValidationFailed:
+def _failure(report: Report, remedy: str = CLI_REMEDY) -> ValidationFailed:
     if report.disagreement is not None:
         return ValidationFailed("the compiled model disagrees with the program "
-                                f"{report.disagreement.describe()}; nothing written "
-                                "(--force writes it marked unvalidated)")
+                                f"{report.disagreement.describe()}; {remedy}")
     return ValidationFailed("no input of the domain is in the program's domain (the "
                             f"interpreter fails on all {report.undefined}); nothing to validate")
 

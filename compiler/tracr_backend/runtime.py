@@ -19,13 +19,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rasp_sim import semantics
-from rasp_sim.errors import RaspError, RaspResourceError, RaspTypeError
+from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError
 
 from ..forward import forward
 from ..weights import DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
+# Validation's tolerance for numerical outputs (validate.NUMERIC_TOLERANCE, whose module
+# imports this one): |model - program| <= NUMERIC_TOLERANCE * max(1, |program|).
+NUMERIC_TOLERANCE = 1e-9
 NUMERIC = "numeric"  # the compile record's tokens_kind of a numeric-input model
 
 
@@ -33,7 +36,8 @@ NUMERIC = "numeric"  # the compile record's tokens_kind of a numeric-input model
 # validation report, versions, sizes) that only describe it.
 _RECORD = record({"tokens_kind": one_of("str", "int", "float", "bool", "asis", NUMERIC),
                   "max_len": integer(1)},
-                 optional={"min_len": integer(1), "vocab": list_of(scalar), "forced": boolean},
+                 optional={"min_len": integer(1), "vocab": list_of(scalar), "forced": boolean,
+                           "output_type": one_of("int", "float", "bool", "str")},
                  others=True)
 
 
@@ -177,6 +181,31 @@ def decode(model: Transformer, outputs: np.ndarray) -> list[list[Any]]:
     return [row[1:] for row in outputs[..., 0].tolist()]
 
 
+def as_program_types(model: Transformer, outputs: list[list[Any]]) -> list[list[Any]]:
+    """Decoded outputs in the program's own type (the compile record's "output_type"):
+    a numerical output direction carries an int program's values as floats (sort's
+    [1.0, 2.0]); they are given back as ints, as the interpreter prints them.
+
+    Only a value within validation's tolerance of an integer is converted; any other
+    value means the model is wrong on this input, which is an error, never a rounding."""
+    info = compile_info(model)
+    if info.get("output_type") != "int" or not _numerical_output(model):
+        return outputs
+    typed = []
+    for row in outputs:
+        for position, x in enumerate(row):
+            if not (math.isfinite(x) and abs(x - round(x)) <= NUMERIC_TOLERANCE * max(1.0, abs(x))):
+                raise RaspRuntimeError(f"the model's output at position {position} is {x!r}, "
+                                       "not the integer its program gives (the model is "
+                                       "wrong on this input)")
+        typed.append([round(x) for x in row])
+    return typed
+
+
+def _numerical_output(model: Transformer) -> bool:
+    return model.output_encoder is None or model.output_encoder.values is None
+
+
 def run_ids(model: Transformer, ids: np.ndarray) -> list[list[Any]]:
     """Decoded outputs for a (B, n+1) batch of id rows of one length."""
     return decode(model, forward(model, np.asarray(ids, dtype=np.int64)))
@@ -211,7 +240,8 @@ def run_features(model: Transformer, features: np.ndarray) -> list[list[Any]]:
 
 def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]],
                 memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list[list[Any]]:
-    """Run compiled weights (a model or a weights file) on `inputs`; one output list each.
+    """Run compiled weights (a model or a weights file) on `inputs`; one output list each,
+    in the program's output type (`as_program_types`).
     Inputs of one length run in passes whose activations fit in `memory_limit` bytes."""
     if not isinstance(model, Transformer):
         model = load(model, memory_limit=memory_limit)
@@ -231,7 +261,7 @@ def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]
             batch = members[start:start + step]
             for i, values in zip(batch, run_rows(model, np.array([rows[i] for i in batch]))):
                 out[i] = values
-    return out
+    return as_program_types(model, out)
 
 
 def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:

@@ -51,11 +51,10 @@ from rasp_sim.errors import RaspError
 from rasp_sim.evaluate import evaluate, evaluate_batch
 
 from ..weights import Transformer
-from .runtime import run_ids
+from .runtime import NUMERIC_TOLERANCE, run_ids
 
 EXHAUSTIVE_LIMIT = 100_000
 DEFAULT_SAMPLES = 10_000
-NUMERIC_TOLERANCE = 1e-9
 BATCH = 2_048
 # The edge cases of a selector, per query: no key selected, exactly one, every key.
 EDGE_CASES = ("none", "one", "all")
@@ -113,10 +112,21 @@ class Report:
     disagreement: Disagreement | None = None
     seconds: float = 0.0
     coverage: Coverage | None = None  # sampled mode only
+    output_types: set[type] = field(default_factory=set)  # of the interpreter's values
 
     @property
     def ok(self) -> bool:
         return self.disagreement is None and self.compared > 0
+
+    @property
+    def output_type(self) -> str | None:
+        """The program's output type on every compared input ("int", "float", "bool",
+        "str"), None where the types were mixed or nothing was compared: the type a
+        numerical model's outputs are given back in (runtime.as_program_types)."""
+        if len(self.output_types) != 1:
+            return None
+        (kind,) = self.output_types
+        return {int: "int", float: "float", bool: "bool", str: "str"}.get(kind)
 
     def as_metadata(self) -> dict:
         error = self.max_numeric_error  # JSON has no inf or nan
@@ -387,6 +397,7 @@ def _compare(report: Report, reference: g.SOp, rows: np.ndarray, vocab: Sequence
             report.undefined += 1
             continue
         report.compared += 1
+        report.output_types.update(map(type, want))
         for who, got in outputs:
             for position, (a, b) in enumerate(zip(got[i], want)):
                 same, error = agree(a, b, numeric)

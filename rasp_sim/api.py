@@ -1,0 +1,103 @@
+"""The Python API's entry points (docs/python.md): RASP source -> `Program` -> `Model`.
+
+`parse` and `load` run a program as `rasp-sim run` does; `compile` lowers one of its s-ops
+to validated transformer weights as `rasp-sim compile` does (tracr, without JAX: the
+weights are validated against the interpreter by the NumPy forward pass). Every error is a
+`RaspError` with its file:line:col; a program the compiler cannot lower, or weights that
+disagree with their program, raise a `CompileError`.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import CompileError, RaspError
+from .graph import SOp
+from .model import Model
+from .program import Program
+from .program_files import read_program
+from .repl_session import Session
+
+
+def parse(text: str, *, file: str | None = None, exact: bool = False,
+          strict: bool = False, sandbox: str | os.PathLike | None = None) -> Program:
+    """Run the RASP program `text` (named `file` in messages, default "<string>").
+
+    `exact` computes with Fractions (float literals are the decimals they spell);
+    `strict` disables every extension (docs/language.md); `sandbox`, a folder, confines
+    `load` to the `.rasp` files in it and the bundled library. What the program's
+    statements display (e.g. a bare expression) is printed, as `rasp-sim run` prints it."""
+    session = Session(exact=exact, strict=strict, sandbox=sandbox)
+    return session.run_source(text, file or "<string>")
+
+
+def load(path: str | os.PathLike, *, exact: bool = False, strict: bool = False,
+         sandbox: bool = False) -> Program:
+    """Run the program file `path` (UTF-8, at most rasp_sim.program_files.MAX_PROGRAM_BYTES);
+    `sandbox=True` confines `load` to the file's folder, as `--sandbox` does."""
+    session = Session(exact=exact, strict=strict,
+                      sandbox=Path(path).parent if sandbox else None)
+    return session.run_source(read_program(path), str(path))
+
+
+def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API's verb)
+            vocab: Sequence[Any] | None = None, max_len: int, min_len: int | None = None,
+            numeric_tokens: bool = False, token_range: tuple[float, float] = (-1000.0, 1000.0),
+            causal: bool = False, samples: int | None = None, seed: int = 0,
+            force: bool = False) -> Model:
+    """The s-op `name` of `program` (default: the last name assigned) as validated
+    transformer weights, as `rasp-sim compile` builds them.
+
+    The domain is every sequence over `vocab` (values as the program's tokens read them,
+    e.g. [1, 2, 3] for tokens_int) of length min_len..max_len, or with `numeric_tokens`
+    real tokens in `token_range`. The weights are validated against the interpreter on
+    the whole domain up to 100,000 inputs, else on `samples` seeded random inputs plus
+    structured ones (docs/compiler.md says what that proves). A model that disagrees
+    raises a CompileError naming the input, unless `force` (the model is then marked
+    unvalidated). `causal` builds a decoder-style model (validated against the causal
+    program)."""
+    driver = _driver()
+    node_name, root = program.node(name)
+    if not isinstance(root, SOp):
+        raise CompileError(f"'{node_name}' is a selector; only s-ops can be compiled", root.span)
+    if numeric_tokens == (vocab is not None):
+        raise CompileError("give exactly one of vocab (the token values) and "
+                           "numeric_tokens=True (real-valued tokens)")
+    numeric = None
+    if numeric_tokens:
+        low, high = (float(bound) for bound in token_range)
+        numeric = driver.NumericDomain(max_len if min_len is None else min_len, max_len,
+                                       low, high)
+        values: list = []
+    else:
+        kind = driver.tokens_kind(root)
+        values = list(vocab or []) if kind == "asis" else driver.parse_vocab(list(vocab or []), kind)
+    try:
+        result = driver.compile_program(
+            root, values, max_len, causal=causal,
+            samples=samples or (driver.NUMERIC_SAMPLES if numeric else driver.DEFAULT_SAMPLES),
+            seed=seed, program=program.source, name=node_name, tracr_oracle=False,
+            min_len=min_len or 1, numeric=numeric)
+    except driver.Unsupported as refusal:
+        raise _at_binding(refusal, program, node_name) from None
+    return Model(driver.final_weights(result, force=force, remedy=driver.API_REMEDY))
+
+
+def _driver() -> Any:
+    try:
+        from .compiler import tracr_driver
+    except ImportError as error:
+        raise CompileError(f"compiling needs the 'compile' extra (tracr, dm-haiku): "
+                           f"pip install 'rasp-sim[compile]' ({error})") from None
+    return tracr_driver
+
+
+def _at_binding(error: RaspError, program: Program, name: str) -> RaspError:
+    """A refusal inside a library function, reported at the program's statement that
+    binds `name` when the program is a file (as the CLI reports it)."""
+    from .cli.program import at_call_site, binding_span
+
+    if not Path(program.source).is_file():
+        return error
+    return at_call_site(error, binding_span(program.source, name))

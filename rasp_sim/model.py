@@ -1,0 +1,122 @@
+"""A compiled model as the Python API shows it (docs/python.md): the weights of
+`rasp_sim.compile` or `rasp_sim.load_model`, run with the program's output types, saved
+with the CLI's checks, and laid open block by block.
+
+The weights themselves are `rasp_sim.compiler.Transformer` (the weight format of
+docs/compiler.md); `Model` adds what a user asks of them and nothing that changes them.
+NumPy only: neither tracr nor JAX is imported here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .compiler import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
+                       run_weights, save_weights)
+from .errors import RaspError, RaspTypeError
+from .evaluate import DEFAULT_MEMORY_LIMIT
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A RASP operation a block computes: `op` as "Kind 'label'" (the tracr expression
+    the compiler lowered it to), `at` the program's file:line:col, None where the
+    operation has no source (a conversion the compiler added)."""
+
+    op: str
+    at: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """One block of the weight format: an attention block (`kind` "attention", arrays
+    `heads.H.w_q`, `.w_k`, `.w_v`, `.w_o` per head) or an MLP (`kind` "mlp", arrays `w1`,
+    `b1`, `w2`, `b2`, and `w_gate`, `b_gate` for a gated one), with the operations it
+    computes. Arrays are dense float64 NumPy arrays, residual directions as rows of the
+    input-side matrices (`Model.residual_labels` names them)."""
+
+    index: int
+    kind: str
+    operations: tuple[Operation, ...]
+    arrays: Mapping[str, np.ndarray] = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """Compiled, validated transformer weights and their compile record."""
+
+    weights: Transformer
+    warning: str | None = None  # set when an unvalidated model was loaded on request
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The compile record (program, name, domain, sizes, validation report)."""
+        return compile_info(self.weights)
+
+    @property
+    def validated(self) -> bool:
+        return self.weights.metadata.get("validated") is True
+
+    @property
+    def residual_labels(self) -> tuple[str, ...]:
+        """The name of each residual direction, `label:value` for a categorical s-op's
+        value and `label` for a numerical s-op (tracr's basis directions)."""
+        return tuple(self.weights.residual_labels or ())
+
+    @property
+    def layers(self) -> tuple[Block, ...]:
+        """Every block in order, with its weights and the RASP operations it computes."""
+        described = self.info.get("blocks") or []
+        blocks = []
+        for index, block in enumerate(self.weights.layers):
+            operations = tuple(Operation(entry.get("op", "?"), entry.get("at"))
+                               for entry in (described[index] if index < len(described) else []))
+            blocks.append(Block(index, "attention" if isinstance(block, AttentionBlock) else "mlp",
+                                operations, _arrays(block)))
+        return tuple(blocks)
+
+    def run(self, inputs: Sequence[Any], *, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
+        """The model's output on each input, decoded as the program's values (ints stay
+        ints): a list of token lists (a str's characters are its tokens), or of real
+        numbers for a numeric-input model."""
+        if isinstance(inputs, (str, bytes)):
+            raise RaspTypeError(f"run takes a list of inputs, e.g. [{inputs!r}], not one "
+                                f"{type(inputs).__name__}")
+        return run_weights(self.weights, [list(x) for x in inputs], memory_limit=memory_limit)
+
+    def save(self, path: str | Path) -> None:
+        """Write the weights (.safetensors for that suffix, else .npz), hashed and
+        checked as `rasp-sim compile -o` writes them."""
+        try:
+            save_weights(self.weights, path)
+        except OSError as error:
+            raise RaspError(f"cannot write the weights to {path}: {error.strerror}") from None
+
+    def __repr__(self) -> str:
+        info = self.info
+        return (f"<Model {info.get('name')!r} of {info.get('program')!r}: "
+                f"{len(self.weights.layers)} blocks, residual width {self.weights.width}, "
+                f"{'validated' if self.validated else 'NOT validated'}>")
+
+
+def _arrays(block: Any) -> dict[str, np.ndarray]:
+    if isinstance(block, AttentionBlock):
+        return {f"heads.{h}.{name}": as_dense(getattr(head, name))
+                for h, head in enumerate(block.heads)
+                for name in ("w_q", "w_k", "w_v", "w_o") if getattr(head, name) is not None}
+    return {name: as_dense(getattr(block, name))
+            for name in ("w1", "b1", "w2", "b2", "w_gate", "b_gate")
+            if getattr(block, name) is not None}
+
+
+def load_model(path: str | Path, *, allow_unvalidated: bool = False,
+               memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Model:
+    """A model written by `rasp-sim compile` or `Model.save`, with the CLI's checks: the
+    header and every array are checked before they are read (a WeightsError names the
+    field), at most `memory_limit` bytes of arrays are read, and a model not marked
+    validated is refused unless `allow_unvalidated` (then `Model.warning` says why)."""
+    weights, warning = load_compiled(path, allow_unvalidated, memory_limit)
+    return Model(weights, warning)

@@ -1,0 +1,127 @@
+"""Property-testing one's own RASP programs and compiled models (docs/python.md).
+
+- hypothesis strategies for a program's domain: `token_sequences(vocab, ...)` and real
+  matrices in the library's layouts (docs/constructions.md: row-major, operands
+  concatenated): `matrix(n, d)`, `concat(...)`;
+- `assert_matches(subject, reference, inputs, ...)`: the program (interpreter, exact
+  mode) or the compiled model against a Python/NumPy reference, reporting the first
+  failing input, position, both values and the tolerance.
+
+Needs hypothesis (the `dev` extra, or `pip install hypothesis`).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from numbers import Number
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .model import Model
+from .program import Program
+
+# Defaults of assert_matches: |got - want| <= atol + rtol * |want| (numpy.isclose's rule).
+# float64 RASP arithmetic rounds like NumPy's, so programs that follow the reference's
+# formula agree to a few ulps; 1e-9 leaves a margin of 10^6 over that and is the bound the
+# compiler's validation uses (docs/compiler.md).
+RTOL = 1e-9
+ATOL = 1e-9
+
+
+class Layout(list):
+    """A flat input (the list a program reads) that remembers the matrices it was laid out
+    from, row-major and concatenated: `parts`, as NumPy arrays, for the reference."""
+
+    def __init__(self, values: Iterable[Any], parts: Sequence[np.ndarray]):
+        super().__init__(values)
+        self.parts = tuple(parts)
+
+
+def token_sequences(vocab: Sequence[Any], *, min_len: int = 1, max_len: int = 8
+                    ) -> st.SearchStrategy[list]:
+    """Lists of min_len..max_len tokens drawn from `vocab` (a str's characters or a list
+    of atoms): inputs of a program or a compiled model's domain."""
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"token_sequences: need 1 <= min_len <= max_len, got {min_len}, {max_len}")
+    return st.lists(st.sampled_from(list(vocab)), min_size=min_len, max_size=max_len)
+
+
+def matrix(n: int, d: int, *, elements: st.SearchStrategy | None = None
+           ) -> st.SearchStrategy[Layout]:
+    """An n x d matrix laid out row-major (`Layout`, its array in `.parts[0]`). Elements
+    default to finite floats in [-10, 10]; pass e.g. `st.integers(-9, 9)` or
+    `st.fractions(...)` for exact mode."""
+    if n < 1 or d < 1:
+        raise ValueError(f"matrix: need n, d >= 1, got {n}, {d}")
+    values = elements if elements is not None else st.floats(-10, 10, allow_nan=False)
+    return st.lists(values, min_size=n * d, max_size=n * d).map(
+        lambda flat: Layout(flat, [np.array(flat, dtype=object if _exact(flat) else float)
+                                   .reshape(n, d)]))
+
+
+def concat(*layouts: st.SearchStrategy[Layout], length: int | None = None,
+           pad: Any = 0) -> st.SearchStrategy[Layout]:
+    """The matrices of `layouts` one after another (matmul's input is concat(A, B)),
+    padded with `pad` to `length` positions when the program needs a longer sequence."""
+    def joined(parts: tuple[Layout, ...]) -> Layout:
+        flat = [x for part in parts for x in part]
+        if length is not None:
+            if length < len(flat):
+                raise ValueError(f"concat: length {length} is shorter than the "
+                                 f"{len(flat)} entries of the matrices")
+            flat += [pad] * (length - len(flat))
+        return Layout(flat, [m for part in parts for m in part.parts])
+    return st.tuples(*layouts).map(joined)
+
+
+def _exact(values: Iterable[Any]) -> bool:
+    return any(isinstance(v, Fraction) for v in values)
+
+
+def assert_matches(subject: Program | Model, reference: Callable[[Any], Sequence[Any]],
+                   inputs: Iterable[Any], *, name: str | None = None, rtol: float = RTOL,
+                   atol: float = ATOL, exact: bool = False) -> None:
+    """Check `subject` against `reference` on every input; an AssertionError names the
+    first mismatch (input, position, both values, the tolerance).
+
+    `subject` is a Program (evaluated by the interpreter, its s-op `name`, default the
+    last name assigned) or a compiled Model. `reference(input)` returns the expected
+    output, one value per position (a list or a NumPy array). Numbers agree when
+    |got - want| <= atol + rtol * |want|; other values (strings, bools) must be equal and
+    of the same type (True is not 1). `exact=True` demands equality: the program must have
+    been parsed with exact=True (Fractions), and rtol/atol are not used."""
+    inputs = list(inputs)
+    if exact and not (isinstance(subject, Program) and subject.exact):
+        raise ValueError("assert_matches(exact=True) checks an exact program: parse or load "
+                         "it with exact=True (a compiled model computes in float64)")
+    if isinstance(subject, Model):
+        if name is not None:
+            raise ValueError("assert_matches: name applies to a Program, not a compiled Model")
+        outputs = subject.run(inputs)
+        who = "the model"
+    else:
+        outputs = subject.run(inputs, name)
+        who = f"the program ({'exact' if subject.exact else 'float64'})"
+    for x, got in zip(inputs, outputs):
+        expected = reference(x)
+        want = list(expected.ravel()) if isinstance(expected, np.ndarray) else list(expected)
+        if len(got) != len(want):
+            raise AssertionError(f"on input {list(x)!r}: {who} gives {len(got)} values, the "
+                                 f"reference {len(want)}")
+        for position, (a, b) in enumerate(zip(got, want)):
+            if not _agree(a, b, rtol, atol, exact):
+                rule = "exact equality" if exact else f"|got - want| <= {atol:g} + {rtol:g} * |want|"
+                raise AssertionError(f"on input {list(x)!r} at position {position}: {who} "
+                                     f"gives {a!r}, the reference {b!r} (tolerance: {rule})")
+
+
+def _agree(a: Any, b: Any, rtol: float, atol: float, exact: bool) -> bool:
+    if isinstance(b, np.generic):
+        b = b.item()
+    numbers = all(isinstance(v, Number) and not isinstance(v, bool) for v in (a, b))
+    if not numbers:
+        return a == b and type(a) is type(b)
+    if exact or a == b:
+        return a == b
+    return bool(abs(a - b) <= atol + rtol * abs(b))
