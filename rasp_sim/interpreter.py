@@ -221,11 +221,11 @@ class Interpreter:
     def program(self, source: str) -> Program:
         """The top-level names as they stand now, with the mode they were built in. The
         base scopes never change after the library is loaded, so only the top scope is
-        copied."""
+        copied. `out` (the last expression statement's value) is not one of its own names."""
         values = ChainMap(dict(self.top.variables), *_scope_chain(self.base))
         return Program(source=source, values=values, last_name=self.last_assigned_name,
                        exact=self.exact, strict=self.strict,
-                       own_names=tuple(self.top.variables))
+                       own_names=tuple(n for n in self.top.variables if n != "out"))
 
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and let the host show its results."""
