@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .weights import (AttentionBlock, LayerNorm, Matrix, MLPBlock, SparseMatrix, Transformer,
-                      WeightsError)
+from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
+                      Transformer, WeightsError)
 
 Array = Any  # an xp array
 
@@ -82,14 +82,23 @@ def softmax_attention(q: Array, k: Array, scale: float, causal: bool,
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
+def head_pattern(x: Array, head: AttentionHead, scale: float, causal: bool,
+                 xp: ModuleType = np) -> Array:
+    """One head's attention pattern (B, N queries, N keys) on the block's input x."""
+    return softmax_attention(matmul(x, head.w_q, xp), matmul(x, head.w_k, xp), scale, causal, xp)
+
+
+def head_output(x: Array, pattern: Array, head: AttentionHead, xp: ModuleType = np) -> Array:
+    """What one head adds to the residual stream: pattern x W_V (W_O)."""
+    out = pattern @ matmul(x, head.w_v, xp)
+    return out if head.w_o is None else matmul(out, head.w_o, xp)
+
+
 def attention(x: Array, block: AttentionBlock, causal: bool, xp: ModuleType = np) -> Array:
     """Sum over heads of A_h x W_V W_O (without the residual)."""
     total = None
     for head in block.heads:
-        pattern = softmax_attention(matmul(x, head.w_q, xp), matmul(x, head.w_k, xp),
-                                    block.scale, causal, xp)
-        out = pattern @ matmul(x, head.w_v, xp)
-        out = out if head.w_o is None else matmul(out, head.w_o, xp)
+        out = head_output(x, head_pattern(x, head, block.scale, causal, xp), head, xp)
         if total is None:
             total = out
         elif xp is np:  # every head's output is a fresh array: accumulate in place
@@ -109,14 +118,20 @@ ACTIVATION_FUNCTIONS = {
 _HIDDEN_CHUNK = 1 << 18  # hidden-layer elements per chunk: 2 MiB of float64 (about L2)
 
 
+def mlp_hidden(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
+    """The MLP's hidden activations act(x W1 + b1), times the gate (x W_gate + b_gate) when
+    gated: what W2 reads."""
+    hidden = ACTIVATION_FUNCTIONS[block.activation](matmul(x, block.w1, xp) + block.b1, xp)
+    if block.gated:
+        assert block.w_gate is not None  # a gated block has its gate (weights.py)
+        hidden = hidden * (matmul(x, block.w_gate, xp) + block.b_gate)
+    return hidden
+
+
 def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
     """act(x W1 + b1) W2 + b2, the hidden layer times (x W_gate + b_gate) when gated."""
     if xp is not np:
-        hidden = ACTIVATION_FUNCTIONS[block.activation](matmul(x, block.w1, xp) + block.b1, xp)
-        if block.gated:
-            assert block.w_gate is not None  # a gated block has its gate (weights.py)
-            hidden = hidden * (matmul(x, block.w_gate, xp) + block.b_gate)
-        return matmul(hidden, block.w2, xp) + block.b2
+        return matmul(mlp_hidden(x, block, xp), block.w2, xp) + block.b2
     # NumPy: row chunks whose hidden layer (the largest array) stays in cache, the same
     # operations in place. Rows are independent: chunking changes at most BLAS's order of
     # summation within a row (ulp-level).
@@ -138,10 +153,15 @@ def mlp(x: Array, block: MLPBlock, xp: ModuleType = np) -> Array:
     return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
+def block_input(x: Array, block: AttentionBlock | MLPBlock, xp: ModuleType = np) -> Array:
+    """What the block's sublayer reads: the residual stream, after its pre-LayerNorm."""
+    return x if block.norm is None else layer_norm(x, block.norm, xp)
+
+
 def apply_block(x: Array, block: AttentionBlock | MLPBlock, causal: bool,
                 xp: ModuleType = np) -> Array:
     """One block: optional pre-LayerNorm, the sublayer, optional residual."""
-    inner = x if block.norm is None else layer_norm(x, block.norm, xp)
+    inner = block_input(x, block, xp)
     out = attention(inner, block, causal, xp) if isinstance(block, AttentionBlock) \
         else mlp(inner, block, xp)
     if not block.residual:

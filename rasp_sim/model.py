@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from .compiler import (AttentionBlock, Transformer, as_dense, compile_info, load
                        run_weights, save_weights)
 from .errors import RaspError, RaspTypeError
 from .evaluate import DEFAULT_MEMORY_LIMIT
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,15 @@ class Model:
             raise RaspTypeError(f"run takes a list of inputs, e.g. [{inputs!r}], not one "
                                 f"{type(inputs).__name__}")
         return run_weights(self.weights, [list(x) for x in inputs], memory_limit=memory_limit)
+
+    def trace(self, sequence: Sequence[Any]) -> "Trace":
+        """The model's computation on one input (a str's characters, or a list of tokens
+        or numbers): the residual stream after the embedding and after every block, each
+        head's attention pattern, each MLP's hidden activations, the logits and the
+        decoded output, labelled with the blocks' RASP operations (rasp_sim/trace.py)."""
+        from .trace import trace
+
+        return trace(self, sequence)
 
     def save(self, path: str | Path) -> None:
         """Write the weights (.safetensors for that suffix, else .npz), hashed and

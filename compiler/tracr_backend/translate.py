@@ -26,7 +26,7 @@ import itertools
 import math
 
 import numpy as np
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeGuard, cast
 
 from tracr.rasp import rasp
@@ -53,6 +53,9 @@ class Translation:
     sink: rasp.SOp
     value_sets: ValueSets
     tokens_kind: str
+    # The s-op each expression's label computes (as its residual directions hold it), so
+    # a model's residual stream can be checked against the interpreter s-op by s-op.
+    sources: dict[str, g.SOp] = field(default_factory=dict)
 
 
 def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int = 1,
@@ -70,7 +73,9 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int =
     if sink is rasp.tokens or sink is rasp.indices:  # the output is an input: copy it by an
         # MLP into its own output space (tracr's layer allocation needs at least one block)
         sink = _named(rasp.Map(lambda x: x, sink, simplify=False), root, CAT)
-    return Translation(sink, translator.value_sets, tokens_kind(root))
+    sources = {translator.memo[id(node)].label: node for node in network
+               if isinstance(node, g.SOp) and id(node) in translator.memo}
+    return Translation(sink, translator.value_sets, tokens_kind(root), sources)
 
 
 

@@ -42,6 +42,8 @@ COMMANDS: tuple[Command, ...] = (
             blas_threads=True),
     Command("verify", "rasp_sim.cli.compile",
             "re-run the validation of compiled weights against a program", blas_threads=True),
+    Command("trace", "rasp_sim.cli.trace",
+            "a compiled model's residual stream and attention on one input"),
     Command("experiment", "rasp_sim.cli.experiment",
             "train embeddings of frozen universal transformers (Dyck-1, k-hop)",
             blas_threads=True),

@@ -1,0 +1,91 @@
+"""`rasp-sim trace`: a compiled model's computation on one input, block by block."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import UsageError
+from .options import add_json_option, add_memory_limit_option, add_unvalidated_option
+
+if TYPE_CHECKING:
+    from ..trace import HeadPattern, Trace
+
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "trace", help="a compiled model's residual stream and attention on one input",
+        description="Run the compiled MODEL on one input and show what every block computes: "
+        "the s-ops each block writes into the residual stream, read off it, and where each "
+        "head attends; --json gives every array, -o a figure of the residual stream and the "
+        "attention patterns.")
+    parser.add_argument("model", metavar="MODEL", help="a compiled model (.npz or .safetensors)")
+    parser.add_argument("--input", required=True, metavar="TEXT",
+                        help="the input: a JSON list such as '[3, 1, 2]', or text whose "
+                        "characters are the tokens")
+    output = parser.add_mutually_exclusive_group()
+    add_json_option(output, "print the whole trace (every array) as JSON")
+    output.add_argument("-o", "--output", metavar="OUT",
+                        help="write the figure: OUT.png, OUT.svg or OUT.pdf")
+    add_unvalidated_option(parser)
+    add_memory_limit_option(parser, "size of the model's arrays to read")
+    parser.set_defaults(handler=run_trace)
+
+
+def run_trace(args: argparse.Namespace) -> int:
+    from ..model import load_model
+    from .inputs import atoms, command_line_input
+
+    if args.output is not None and Path(args.output).suffix.lower() not in FIGURE_SUFFIXES:
+        raise UsageError(f"-o {args.output}: the figure is written as "
+                         f"{', '.join(FIGURE_SUFFIXES)} (by the suffix)")
+    model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
+                       memory_limit=args.memory_limit)
+    if model.warning:
+        print(model.warning, file=sys.stderr)
+    trace = model.trace(atoms(command_line_input(args.input, 1)))
+    if args.json:
+        print(json.dumps(trace.to_json()))
+    elif args.output is not None:
+        from ..trace_plot import save_trace_figure
+
+        print(f"wrote {save_trace_figure(trace, args.output)}")
+    else:
+        print("\n".join(summary(trace)))
+    return 0
+
+
+def summary(trace: "Trace") -> list[str]:
+    """Per block: its operations, the s-ops whose residual directions it changes (their
+    values read off the stream, BOS left out) and, per head, the key each query attends
+    to most."""
+    lines = [f"positions: {' '.join(trace.positions)}"]
+    heads: dict[int, list["HeadPattern"]] = {}
+    for head in trace.attention:
+        heads.setdefault(head.block, []).append(head)
+    for before, after in zip(trace.residuals, trace.residuals[1:]):
+        kind = "attention" if after.block in heads else "mlp"
+        ops = "; ".join(op.op + (f" at {op.at}" if op.at else "") for op in after.operations)
+        lines.append(f"block {after.block} ({kind}): {ops or '(no operation recorded)'}")
+        for head in heads.get(after.block, []):
+            focus = " ".join(f"{q}->{int(np.argmax(row))}"
+                             for q, row in enumerate(head.pattern) if q > 0)
+            lines.append(f"  head {head.head} attends (query->key): {focus}")
+        changed = np.flatnonzero(np.any(np.abs(after.values[1:] - before.values[1:]) > 1e-12, axis=0))
+        for sop in dict.fromkeys(trace.residual_labels[i].split(":", 1)[0] for i in changed):
+            values = trace.sop_values(sop, after.block)
+            lines.append(f"  {sop} = [{', '.join(_value_text(v) for v in values)}]")
+    lines.append(f"output: [{', '.join(str(v) for v in trace.output)}]")
+    return lines
+
+
+def _value_text(value: object) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
