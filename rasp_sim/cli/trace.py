@@ -69,17 +69,17 @@ def summary(trace: "Trace") -> list[str]:
     heads: dict[int, list["HeadPattern"]] = {}
     for head in trace.attention:
         heads.setdefault(head.block, []).append(head)
-    for before, after in zip(trace.residuals, trace.residuals[1:]):
-        kind = "attention" if after.block in heads else "mlp"
+    for block, (before, after) in enumerate(zip(trace.residuals, trace.residuals[1:])):
+        kind = "attention" if block in heads else "mlp"
         ops = "; ".join(op.op + (f" at {op.at}" if op.at else "") for op in after.operations)
-        lines.append(f"block {after.block} ({kind}): {ops or '(no operation recorded)'}")
-        for head in heads.get(after.block, []):
+        lines.append(f"block {block} ({kind}): {ops or '(no operation recorded)'}")
+        for head in heads.get(block, []):
             focus = " ".join(f"{q}->{int(np.argmax(row))}"
                              for q, row in enumerate(head.pattern) if q > 0)
             lines.append(f"  head {head.head} attends (query->key): {focus}")
         changed = np.flatnonzero(np.any(np.abs(after.values[1:] - before.values[1:]) > 1e-12, axis=0))
         for sop in dict.fromkeys(trace.residual_labels[i].split(":", 1)[0] for i in changed):
-            values = trace.sop_values(sop, after.block)
+            values = trace.sop_values(sop, block)
             lines.append(f"  {sop} = [{', '.join(_value_text(v) for v in values)}]")
     lines.append(f"output: [{', '.join(str(v) for v in trace.output)}]")
     return lines
