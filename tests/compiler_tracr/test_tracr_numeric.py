@@ -24,6 +24,8 @@ from lib_refs import attention_ref, encoder_ref, layout, mha_ref, softmax_rows  
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.tracr_backend.continuous import NumericDomain  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import run_weights  # noqa: E402
+from rasp_sim.model import Model  # noqa: E402
+from rasp_sim.testing import assert_matches, concat, matrix  # noqa: E402
 
 TOLERANCE = 1e-9
 
@@ -58,17 +60,37 @@ def test_transpose_is_bit_exact(driver, numeric_node):
         assert run_weights(result.weights, [a.ravel().tolist()])[0] == a.T.ravel().tolist()
 
 
-@pytest.mark.parametrize("name, r, k, c, length", [("matmul_2x3x2", 2, 3, 2, 12),
-                                                   ("matmul_3x3x3", 3, 3, 3, 18)])
-def test_matmul_against_numpy(driver, numeric_node, name, r, k, c, length):
-    result = compiled(driver, numeric_node, name, length)
-    assert result.weights.metadata["tracr_compile"]["layers"] == 2  # = rasp-sim analyse
-    rng = np.random.default_rng(2)
-    for _ in range(10):
-        a, b = rng.normal(size=(r, k)), rng.normal(size=(k, c))
-        out = run_weights(result.weights, [layout(a, b, length=length)])[0]
-        close(out[:r * c], (a @ b).ravel())
-        assert out[r * c:] == [0.0] * (length - r * c)
+MATMULS = {"matmul_2x3x2": (2, 3, 2, 12), "matmul_3x3x3": (3, 3, 3, 18)}
+
+
+@pytest.fixture(scope="module")
+def matmul_models(driver, numeric_node):
+    models = {}
+
+    def model(name):
+        if name not in models:
+            result = compiled(driver, numeric_node, name, MATMULS[name][3])
+            assert result.weights.metadata["tracr_compile"]["layers"] == 2  # = rasp-sim analyse
+            models[name] = Model(result.weights)
+        return models[name]
+    return model
+
+
+@pytest.mark.parametrize("name", list(MATMULS))
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_matmul_against_numpy(matmul_models, name, data):
+    # Through rasp_sim.testing, as a user would test their own model (docs/python.md):
+    # entries in [-10, 10], so a product entry is at most 3 * 100 and float64 rounding
+    # leaves it within 1e-13, far inside 1e-9 + 1e-9 * |want|.
+    r, k, c, length = MATMULS[name]
+    x = data.draw(concat(matrix(r, k), matrix(k, c), length=length))
+
+    def product(x):
+        a, b = x.parts
+        return list((a @ b).ravel()) + [0.0] * (length - r * c)
+
+    assert_matches(matmul_models(name), product, [x])
 
 
 @pytest.mark.parametrize("name", ["softmax_2x3", "softmax_unshifted_2x3"])

@@ -2,12 +2,15 @@
 softmax equal exact rational arithmetic (fractions.Fraction) with zero error."""
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import rasp_sim
 from rasp_sim.errors import RaspError
+from rasp_sim import testing
 
 from lib_refs import flat, frac_det_inv, frac_matmul, frac_transpose, run1
 
@@ -33,13 +36,29 @@ def test_transpose_exact(data, r, c):
     assert exact(f"transpose(tokens_asis, {r}, {c})", flat(m)) == flat(frac_transpose(m))
 
 
+@functools.lru_cache(maxsize=None)
+def exact_matmul(r: int, k: int, c: int) -> rasp_sim.Program:
+    return rasp_sim.parse(f'load "linalg"; product = matmul(tokens_asis, {r}, {k}, {c});',
+                          exact=True)
+
+
 @FAST
 @given(data=st.data(), r=small, k=small, c=small)
 def test_matmul_exact(data, r, k, c):
-    a, b = data.draw(matrices(r, k)), data.draw(matrices(k, c))
+    # Through rasp_sim.testing, as a user would test their own program (docs/python.md).
+    # Every token a Fraction, as exact() gives them; the reference multiplies NumPy object
+    # arrays of Fractions, so both sides are exact and must be equal.
     length = max(k * (r + c), r * c)
-    out = exact(f"matmul(tokens_asis, {r}, {k}, {c})", flat(a) + flat(b) + [0] * (length - k * (r + c)))
-    assert out[: r * c] == flat(frac_matmul(a, b))
+    fractions = rationals.map(Fraction)
+    x = data.draw(testing.concat(testing.matrix(r, k, elements=fractions),
+                                 testing.matrix(k, c, elements=fractions),
+                                 length=length, pad=Fraction(0)))
+
+    def product(x):
+        a, b = x.parts
+        return list((a @ b).ravel()) + [0] * (length - r * c)
+
+    testing.assert_matches(exact_matmul(r, k, c), product, [x], exact=True)
 
 
 @FAST
