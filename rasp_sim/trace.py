@@ -101,6 +101,12 @@ class Trace:
 
         return trace_figure(self)
 
+    def _repr_svg_(self) -> str:
+        """Jupyter's rendering: the `plot()` figure as SVG text."""
+        from .trace_plot import trace_svg
+
+        return trace_svg(self)
+
     def to_json(self) -> dict[str, Any]:
         """The whole trace as JSON-ready lists (`rasp-sim trace --json`)."""
         def operations(ops: Sequence["Operation"]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ state.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ from .trace import Trace
 
 _HEADS_PER_ROW = 4
 _CMAP_STREAM, _CMAP_PATTERN = "RdBu_r", "Blues"
-_FORMATS = (".png", ".svg", ".pdf")
 
 
 def trace_figure(trace: Trace) -> Figure:
@@ -63,3 +63,10 @@ def save_trace_figure(trace: Trace, path: str | Path) -> Path:
     path = Path(path)
     trace_figure(trace).savefig(path, dpi=150)
     return path
+
+
+def trace_svg(trace: Trace) -> str:
+    """The figure as SVG text (a notebook's rendering of a Trace)."""
+    text = io.StringIO()
+    trace_figure(trace).savefig(text, format="svg")
+    return text.getvalue()

@@ -206,3 +206,10 @@ def test_plot_is_a_matplotlib_figure(reverse_file):
     figure = rasp_sim.load_model(reverse_file).trace("abc").plot()
     assert isinstance(figure, Figure)
     assert len(figure.axes) == 1 + 1 + 2  # the stream, its colour bar, two heads
+
+
+def test_a_trace_renders_in_a_notebook_as_svg(reverse_file):
+    import xml.etree.ElementTree as ElementTree
+
+    text = rasp_sim.load_model(reverse_file).trace("ab")._repr_svg_()
+    assert ElementTree.fromstring(text).tag.endswith("svg") and "queries" in text
