@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import CompileError, RaspError
+from . import api_arguments as arguments
+from .errors import CompileError, RaspError, RaspTypeError
 from .graph import SOp
 from .model import Model
 from .program import Program
@@ -29,7 +30,7 @@ def parse(text: str, *, file: str | None = None, exact: bool = False,
     `load` to the `.rasp` files in it and the bundled library. What the program's
     statements display (e.g. a bare expression) is printed, as `rasp-sim run` prints it."""
     session = Session(exact=exact, strict=strict, sandbox=sandbox)
-    return session.run_source(text, file or "<string>")
+    return session.run_source(arguments.text("parse", text, "text"), file or "<string>")
 
 
 def load(path: str | os.PathLike, *, exact: bool = False, strict: bool = False,
@@ -57,6 +58,15 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
     raises a CompileError naming the input, unless `force` (the model is then marked
     unvalidated). `causal` builds a decoder-style model (validated against the causal
     program)."""
+    if not isinstance(program, Program):
+        raise RaspTypeError("compile takes a Program (from rasp_sim.parse or rasp_sim.load), "
+                            f"not a {type(program).__name__}")
+    max_len = arguments.integer("compile", max_len, "max_len", 1)
+    min_len = None if min_len is None else arguments.integer("compile", min_len, "min_len", 1)
+    samples = None if samples is None else arguments.integer("compile", samples, "samples", 1)
+    seed = arguments.integer("compile", seed, "seed", 0)
+    token_range = arguments.number_range("compile", token_range, "token_range")
+    vocab = None if vocab is None else arguments.vocabulary("compile", vocab)
     driver = _driver()
     node_name, root = program.node(name)
     if not isinstance(root, SOp):
@@ -66,9 +76,8 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
                            "numeric_tokens=True (real-valued tokens)")
     numeric = None
     if numeric_tokens:
-        low, high = (float(bound) for bound in token_range)
         numeric = driver.NumericDomain(max_len if min_len is None else min_len, max_len,
-                                       low, high)
+                                       *token_range)
         values: list = []
     else:
         kind = driver.tokens_kind(root)

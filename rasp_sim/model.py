@@ -16,7 +16,8 @@ import numpy as np
 
 from .compiler import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
                        run_weights, save_weights)
-from .errors import RaspError, RaspTypeError
+from .api_arguments import input_list, one_input
+from .errors import RaspError
 from .evaluate import DEFAULT_MEMORY_LIMIT
 
 if TYPE_CHECKING:
@@ -85,10 +86,8 @@ class Model:
         """The model's output on each input, decoded as the program's values (ints stay
         ints): a list of token lists (a str's characters are its tokens), or of real
         numbers for a numeric-input model."""
-        if isinstance(inputs, (str, bytes)):
-            raise RaspTypeError(f"run takes a list of inputs, e.g. [{inputs!r}], not one "
-                                f"{type(inputs).__name__}")
-        return run_weights(self.weights, [list(x) for x in inputs], memory_limit=memory_limit)
+        return run_weights(self.weights, [list(x) for x in input_list("run", inputs)],
+                           memory_limit=memory_limit)
 
     def trace(self, sequence: Sequence[Any]) -> "Trace":
         """The model's computation on one input (a str's characters, or a list of tokens
@@ -97,7 +96,7 @@ class Model:
         decoded output, labelled with the blocks' RASP operations (rasp_sim/trace.py)."""
         from .trace import trace
 
-        return trace(self, sequence)
+        return trace(self, one_input("trace", sequence))
 
     def save(self, path: str | Path) -> None:
         """Write the weights (.safetensors for that suffix, else .npz), hashed and

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .api_arguments import input_list
 from .errors import RaspNameError, RaspTypeError
 from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch, evaluate_groups
 from .graph import Node, Selector
@@ -51,11 +52,8 @@ class Program:
         exact mode) per input, or for a selector one `SelectorValue` (its query x key
         rows) per input. `inputs` is a list of inputs, each a str (its characters are the
         tokens) or a sequence of atoms."""
-        if isinstance(inputs, (str, bytes)):
-            raise RaspTypeError(f"run takes a list of inputs, e.g. [{inputs!r}], not one "
-                                f"{type(inputs).__name__}")
+        inputs = input_list("run", inputs)
         node = self.node(name)[1]
-        inputs = list(inputs)
         values = self.evaluate(inputs, name, memory_limit=memory_limit)
         if isinstance(node, Selector):
             return [SelectorValue(rows, tuple(x)) for rows, x in zip(values, inputs)]
@@ -71,6 +69,8 @@ class Program:
         if isinstance(batch, np.ndarray) and batch.ndim != 2:
             raise RaspTypeError(f"run_batch takes a 2-D batch (inputs x positions), got an "
                                 f"array of shape {batch.shape}")
+        if len(input_list("run_batch", batch)) == 0:
+            raise RaspTypeError("run_batch takes at least one input (the batch is empty)")
         value = evaluate_batch([node], batch, exact=self.exact,
                                memory_limit_bytes=memory_limit)[node]
         count = len(batch)

@@ -22,6 +22,7 @@ from .compiler.forward import (block_input, embed_features, embed_tokens, head_p
 from .compiler.tracr_backend.runtime import (as_program_types, decode, is_numeric_input,
                                              numeric_features, token_ids)
 from .compiler.weights import AttentionBlock
+from .api_arguments import text
 from .errors import RaspNameError
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class Trace:
         stream after block `after` (default: the last): for a categorical s-op the value
         text of its one direction that holds 1 (None where no direction, or several, do),
         for a numerical s-op the number in its direction."""
+        text("sop_values", label, "label")
         stream = self.residuals[-1 if after is None else after + 1].values[1:]
         columns = [i for i, name in enumerate(self.residual_labels)
                    if name == label or name.startswith(label + ":")]

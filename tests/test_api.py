@@ -84,6 +84,11 @@ def test_run_batch_equals_run(rows):
     (lambda p: p["missing"], rasp_sim.RaspNameError, "defines no name 'missing'"),
     (lambda p: p.run_batch(np.zeros(3), "doubled"), rasp_sim.RaspTypeError, "2-D batch"),
     (lambda p: p.run([["x"]], "doubled"), rasp_sim.RaspRuntimeError, "tokens_int"),
+    (lambda p: p.run(None), rasp_sim.RaspTypeError, "run takes a list of inputs .* not NoneType"),
+    (lambda p: p.run([5]), rasp_sim.RaspTypeError, "run: input 0 is not a sequence .*: int 5"),
+    (lambda p: p.run_batch(np.zeros((0, 3))), rasp_sim.RaspTypeError, "the batch is empty"),
+    (lambda p: rasp_sim.parse(b"x = tokens;"), rasp_sim.RaspTypeError,
+     "parse: text must be a str, not bytes"),
 ])
 def test_bad_calls_raise_the_projects_errors(program, call, error, message):
     with pytest.raises(error, match=message):
@@ -227,3 +232,26 @@ def test_layouts_are_row_major_and_padded(x):
 @given(token_sequences("ab", min_len=2, max_len=3))
 def test_token_sequences_stay_in_the_domain(x):
     assert 2 <= len(x) <= 3 and set(x) <= {"a", "b"}
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"max_len": 0}, "compile: max_len must be at least 1, got 0"),
+    ({"max_len": "3"}, "compile: max_len must be an int, not str '3'"),
+    ({"max_len": 3, "samples": -5}, "compile: samples must be at least 1, got -5"),
+    ({"max_len": 3, "seed": -1}, "compile: seed must be at least 0, got -1"),
+    ({"max_len": 3, "vocab": [[1]]}, "vocab entries are tokens .* not list \\[1\\]"),
+    ({"max_len": 3, "vocab": 7}, "vocab must be a str or a list of tokens, not int 7"),
+    ({"max_len": 3, "vocab": None, "numeric_tokens": True, "token_range": (5, 1)},
+     "token_range must be two finite numbers with lo <= hi, got \\(5.0, 1.0\\)"),
+    ({"max_len": 3, "vocab": None, "numeric_tokens": True, "token_range": "ab"},
+     "token_range must be two numbers"),
+])
+def test_compile_checks_its_arguments_before_work(options, message):
+    program = rasp_sim.parse("x = tokens_float * 2;")
+    with pytest.raises(rasp_sim.RaspTypeError, match=message):
+        rasp_sim.compile(program, **{"vocab": "ab", **options})
+
+
+def test_compile_takes_a_program():
+    with pytest.raises(rasp_sim.RaspTypeError, match="compile takes a Program .* not a str"):
+        rasp_sim.compile("x = tokens;", vocab="ab", max_len=2)
