@@ -63,7 +63,7 @@ def run_trace(args: argparse.Namespace) -> int:
 
 def summary(trace: "Trace") -> list[str]:
     """Per block: its operations, the s-ops whose residual directions it changes (their
-    values read off the stream, BOS left out) and, per head, the key each query attends
+    values read off the stream, BOS left out) and, per head, the keys each query attends
     to most."""
     lines = [f"positions: {' '.join(trace.positions)}"]
     heads: dict[int, list["HeadPattern"]] = {}
@@ -74,15 +74,24 @@ def summary(trace: "Trace") -> list[str]:
         ops = "; ".join(op.op + (f" at {op.at}" if op.at else "") for op in after.operations)
         lines.append(f"block {block} ({kind}): {ops or '(no operation recorded)'}")
         for head in heads.get(block, []):
-            focus = " ".join(f"{q}->{int(np.argmax(row))}"
+            focus = " ".join(f"{q}->{_attended(row)}"
                              for q, row in enumerate(head.pattern) if q > 0)
-            lines.append(f"  head {head.head} attends (query->key): {focus}")
+            lines.append(f"  head {head.head} attends (query->keys): {focus}")
         changed = np.flatnonzero(np.any(np.abs(after.values[1:] - before.values[1:]) > 1e-12, axis=0))
         for sop in dict.fromkeys(trace.residual_labels[i].split(":", 1)[0] for i in changed):
             values = trace.sop_values(sop, block)
             lines.append(f"  {sop} = [{', '.join(_value_text(v) for v in values)}]")
     lines.append(f"output: [{', '.join(str(v) for v in trace.output)}]")
     return lines
+
+
+def _attended(row: np.ndarray) -> str:
+    """The keys a query attends to most: one key, or {k1,k2,...} for a tie (a mean over
+    several keys), or `all`; to 1e-9, float64's rounding of tied softmax weights."""
+    keys = np.flatnonzero(row >= row.max() - 1e-9)
+    if keys.size == 1:
+        return str(int(keys[0]))
+    return "all" if keys.size == row.size else "{" + ",".join(str(int(k)) for k in keys) + "}"
 
 
 def _value_text(value: object) -> str:

@@ -151,7 +151,8 @@ def test_the_cli_shows_each_blocks_sops_and_attention(capsys, reverse_file):
     assert lines[0] == "positions: BOS a b c a"
     assert any(line.startswith("block ") and "(attention): Aggregate 'reversed_" in line
                for line in lines)
-    assert "  head 0 attends (query->key): 1->4 2->3 3->2 4->1" in lines
+    assert "  head 0 attends (query->keys): 1->4 2->3 3->2 4->1" in lines
+    assert "  head 0 attends (query->keys): 1->all 2->all 3->all 4->all" in lines  # length
     assert any(line.startswith("  reversed_") and line.endswith("= [a, c, b, a]") for line in lines)
     assert lines[-1] == "output: [a, c, b, a]"
 
