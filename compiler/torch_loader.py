@@ -122,7 +122,7 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
             n = x.shape[-2]
             mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
             for block, holder in zip(weights.layers, self.blocks):
-                p = holder.params
+                p: Any = holder.params  # a ParameterDict (torch's stubs say Module | Tensor)
                 inner = norm(x, block.norm, p)
                 if isinstance(block, AttentionBlock):
                     out = 0

@@ -151,7 +151,8 @@ def to_hooked_transformer(weights: Transformer, dtype: Any = torch.float64,
         n_layers=len(layers), d_model=width, n_ctx=info["max_len"] + 1, d_head=d_head,
         n_heads=n_heads, d_mlp=max([1] + [block.b1.shape[0] for block in mlps]),
         d_vocab=1 if weights.token_embed is None else weights.token_embed.shape[0],
-        d_vocab_out=weights.unembed.shape[1], act_fn=activation, attn_only=not mlps,
+        d_vocab_out=weights.unembed.shape[1], attn_only=not mlps,
+        act_fn=activation or "relu",  # an attention-only model has no MLP to use it
         normalization_type=None, use_attn_scale=False, gated_mlp=gated,
         attention_dir="causal" if weights.causal else "bidirectional",
         positional_embedding_type="standard", default_prepend_bos=False, init_weights=False,
@@ -166,10 +167,12 @@ def to_hooked_transformer(weights: Transformer, dtype: Any = torch.float64,
     block_map: dict[int, tuple[int, str]] = {}
     for layer, (attention, mlp) in enumerate(layers):
         attention_block = None if attention is None else weights.layers[attention]
+        assert attention_block is None or isinstance(attention_block, AttentionBlock)
         state.update(_attention_state(f"blocks.{layer}.attn", attention_block, width, n_heads,
                                       d_head))
         if mlps:
             mlp_block = None if mlp is None else weights.layers[mlp]
+            assert mlp_block is None or isinstance(mlp_block, MLPBlock)
             state.update(_mlp_state(f"blocks.{layer}.mlp", mlp_block, width, cfg.d_mlp, gated, one))
         block_map.update({index: (layer, kind) for index, kind in ((attention, "attn"), (mlp, "mlp"))
                           if index is not None})
@@ -177,10 +180,18 @@ def to_hooked_transformer(weights: Transformer, dtype: Any = torch.float64,
         warnings.simplefilter("ignore", DeprecationWarning)  # reason the extra pins < 4)
         hooked = RaspHookedTransformer(cfg)
     _load(hooked, state)
+    if weights.token_embed is None:  # its W_E is a zero placeholder: token ids mean nothing
+        hooked.embed.register_forward_pre_hook(_refuse_token_ids)
     hooked.residual_labels = tuple(weights.residual_labels or ())
     hooked.block_map = block_map
     hooked.weights = weights
     return hooked
+
+
+def _refuse_token_ids(module: Any, args: Any) -> None:
+    raise RaspTypeError("this model reads numbers, not token ids: pass its embedded "
+                        "residual, hooked(**hooked.input([[0.5, -1.25, ...]])), which "
+                        "starts at layer 0")
 
 
 def _activation(weights: Transformer) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("transformer_lens")
 pytest.importorskip("tracr")
 
@@ -145,6 +145,10 @@ def test_numeric_input_is_the_embedded_residual():
     kwargs = hooked.input([[0.5] * 12])
     assert kwargs["start_at_layer"] == 0 and kwargs["input"].shape == (1, 13, model.weights.width)
     assert kwargs["input"].dtype == hooked.cfg.dtype
+    from rasp_sim.errors import RaspTypeError
+
+    with pytest.raises(RaspTypeError, match="reads numbers, not token ids"):
+        hooked(torch.zeros((1, 13), dtype=torch.long))
 
 
 def test_inputs_are_checked():
