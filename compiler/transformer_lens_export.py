@@ -58,7 +58,7 @@ _ROWS_PER_PASS = 1024  # inputs per forward pass in `run`: bounds the hidden lay
 class ExportError(CompileError):
     """A model TransformerLens cannot compute exactly, with the reason."""
 
-    kind = "export error"
+    kind = "cannot export"
 
 
 class RaspHookedTransformer(HookedTransformer):

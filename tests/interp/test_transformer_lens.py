@@ -211,3 +211,23 @@ def test_gate_biases_need_the_one_direction():
     w_o[:, one] = 1.0
     writes_one = replace(weights.layers[0], heads=(replace(head, w_o=w_o), *weights.layers[0].heads[1:]))
     refused(model, replace(with_bias, layers=(writes_one, *with_bias.layers[1:])), "'one' direction")
+
+
+def test_gelu_and_mlp_biases_of_an_ungated_model_are_computed():
+    # Not what the compiler writes, but what the export maps: GPT-2's gelu (TransformerLens's
+    # gelu_new) and b1, b2 of an ungated MLP; compared with the NumPy forward's logits.
+    from rasp_sim.compiler.forward import forward
+    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+
+    weights = classic_model(*CLASSIC[0]).weights
+    rng = np.random.default_rng(2)
+    layers = tuple(replace(b, activation="gelu", b1=rng.standard_normal(b.b1.shape),
+                           b2=rng.standard_normal(b.b2.shape))
+                   if isinstance(b, MLPBlock) else b for b in weights.layers)
+    changed = replace(weights, layers=layers)
+    hooked = to_hooked_transformer(changed)
+    assert hooked.cfg.act_fn == "gelu_new" and not hooked.cfg.gated_mlp
+    inputs = [list(x) for x in itertools.product("abc", repeat=5)]
+    kwargs = hooked.input(inputs)
+    expected = forward(changed, kwargs["input"].numpy())
+    np.testing.assert_allclose(hooked(**kwargs).detach().numpy(), expected, rtol=1e-12, atol=1e-12)
