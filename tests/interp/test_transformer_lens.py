@@ -108,9 +108,10 @@ def numpy_patterns(weights, features_or_ids) -> dict[int, np.ndarray]:
             for i, block in enumerate(weights.layers) if isinstance(block, AttentionBlock)}
 
 
-@pytest.mark.parametrize("row", [1, 6, 11])  # hist, sort by frequency (3 heads), Dyck-1
-def test_cached_patterns_are_the_numpy_forward_patterns(row):
-    model = classic_model(*CLASSIC[row])
+# hist: one head; most_freq: three attention blocks; dyck1_state: a block of two heads
+@pytest.mark.parametrize("name", ["hist", "most_freq", "dyck1_state"])
+def test_cached_patterns_are_the_numpy_forward_patterns(name):
+    model = classic_model(*next(row for row in CLASSIC if row[1] == name))
     hooked = model.to_transformer_lens()
     inputs = [x for x in domain(model) if len(x) == model.info["max_len"]][:64]
     kwargs = hooked.input(inputs)
