@@ -1,33 +1,47 @@
-"""Loading rasp-sim weights into PyTorch (optional: torch is not a dependency).
+"""Loading rasp-sim weights into PyTorch (optional: torch is not a dependency;
+`pip install "rasp-sim[interp]"` installs it).
 
+    import torch
     from rasp_sim.compiler.torch_loader import load_torch
     from rasp_sim.compiler.tracr_backend.runtime import numeric_features, token_ids
     net = load_torch("reverse.npz")                        # a torch.nn.Module, float64
     ids = torch.tensor([token_ids(net.weights, list("abc"))])
     out = net(ids)                                          # (1, 4, c); position 0 is BOS
     # categorical output: net.weights.output_encoder.values[i] for i in out.argmax(-1)[0, 1:]
-    # a numeric-input model takes float features (B, n+1, 1) instead:
-    # net(torch.tensor([numeric_features(net.weights, [0.5, -1.25])]).unsqueeze(-1))
+    # a numeric-input model takes float64 features (B, n+1, 1) instead:
+    # net(torch.tensor([numeric_features(net.weights, [0.5, -1.25])],
+    #                  dtype=torch.float64).unsqueeze(-1))
 
 The module computes exactly compiler/forward.py's forward pass: integer inputs are token
 ids (token plus position embedding), floating ones real features (input_proj, plus the
 position embedding when the model has one); attention blocks with their logit scale and
 causal mask; MLPs with their activation (relu, gelu in GPT-2's tanh form, linear) and
 optional gate; optional LayerNorms; the unembedding. Every weight is a frozen parameter
-(sparse ones made dense). Keep PyTorch's default `torch.set_float32_matmul_precision(
-"highest")` if you cast to float32.
+(sparse ones made dense).
+
+dtype: float64 by default, the NumPy forward's own precision (it agrees with it to about
+1e-15). Features must come in the module's precision or higher: `torch.tensor(list of
+floats)` builds float32, which rounds every feature to 24 bits before the module sees it
+(1.2e-7 error on a numeric matmul instead of 4e-16), so a float64 module refuses float32
+features instead of silently widening already-rounded numbers. A float32 module (dtype=
+torch.float32) takes any floating features and casts them down; keep PyTorch's default
+`torch.set_float32_matmul_precision("highest")` then.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from rasp_sim.errors import RaspTypeError
+
 from .weights import AttentionBlock, LayerNorm, Transformer, WeightsError, as_dense, load
 
 
 def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any = None) -> Any:
     """The weights (a Transformer or a weights file) as a `torch.nn.Module` of token ids
-    (integer tensors) or features (floating tensors)."""
+    (integer tensors) or features (floating tensors), its parameters of `dtype` (default
+    torch.float64) on `device`. Its `dtype` attribute says which; floating features of a
+    lower precision are refused with a RaspTypeError (see the module's docstring)."""
     import torch
 
     weights = model if isinstance(model, Transformer) else load(model)
@@ -54,6 +68,7 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
         def __init__(self) -> None:
             super().__init__()
             self.weights = weights
+            self.dtype = dtype
             self.token_embed = tensor(weights.token_embed)
             self.pos_embed = tensor(weights.pos_embed)
             self.input_proj = tensor(weights.input_proj)
@@ -88,6 +103,11 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
                                        "takes real features: pass a floating tensor)")
                 x = self.token_embed[inputs]
             else:
+                if torch.finfo(inputs.dtype).eps > torch.finfo(dtype).eps:
+                    raise RaspTypeError(
+                        f"input: {inputs.dtype} features for a {dtype} module: they were "
+                        f"rounded to {inputs.dtype} before the module saw them; build them "
+                        f"as {dtype} (torch.tensor(..., dtype={dtype}))")
                 x = inputs.to(dtype) if self.input_proj is None else inputs.to(dtype) @ self.input_proj
             if self.pos_embed is not None:
                 n = x.shape[-2]
@@ -102,7 +122,7 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
             n = x.shape[-2]
             mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
             for block, holder in zip(weights.layers, self.blocks):
-                p = holder.params
+                p: Any = holder.params  # a ParameterDict (torch's stubs say Module | Tensor)
                 inner = norm(x, block.norm, p)
                 if isinstance(block, AttentionBlock):
                     out = 0

@@ -8,6 +8,7 @@ NumPy only: neither tracr nor JAX is imported here.
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -106,11 +107,41 @@ class Model:
         except OSError as error:
             raise RaspError(f"cannot write the weights to {path}: {error.strerror}") from None
 
+    def to_torch(self, dtype: Any = None, device: Any = None) -> Any:
+        """The model as a `torch.nn.Module` (rasp_sim.compiler.torch_loader.load_torch):
+        float64 parameters unless `dtype` (e.g. torch.float32) says otherwise; token ids
+        in, or float features of at least the module's precision (docs/transformer_lens.md).
+        Needs torch (`pip install "rasp-sim[interp]"`)."""
+        _require_interp("to_torch", "torch")
+        from .compiler.torch_loader import load_torch
+
+        return load_torch(self.weights, dtype, device)
+
+    def to_transformer_lens(self, dtype: Any = None, device: Any = None) -> Any:
+        """The model as a TransformerLens `HookedTransformer` (float64 unless `dtype`),
+        with `.residual_labels`, `.block_map` (block index of `layers` -> (layer, "attn" |
+        "mlp")), `.input(inputs)` and `.run(inputs)` (docs/transformer_lens.md). Raises
+        an ExportError (a CompileError) for what TransformerLens cannot compute exactly.
+        Needs the `interp` extra (torch, transformer-lens 3.x)."""
+        _require_interp("to_transformer_lens", "torch", "transformer_lens")
+        import torch
+
+        from .compiler.transformer_lens_export import to_hooked_transformer
+
+        return to_hooked_transformer(self.weights, dtype or torch.float64, device)
+
     def __repr__(self) -> str:
         info = self.info
         return (f"<Model {info.get('name')!r} of {info.get('program')!r}: "
                 f"{len(self.weights.layers)} blocks, residual width {self.weights.width}, "
                 f"{'validated' if self.validated else 'NOT validated'}>")
+
+
+def _require_interp(method: str, *modules: str) -> None:
+    """A RaspError naming the extra when an optional module of `method` is missing."""
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise RaspError(f"Model.{method} needs {module}: pip install 'rasp-sim[interp]'")
 
 
 def _arrays(block: Any) -> dict[str, np.ndarray]:

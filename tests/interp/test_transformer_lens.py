@@ -1,0 +1,234 @@
+"""`Model.to_transformer_lens()` computes the model: the HookedTransformer agrees with
+`Model.run` (the NumPy forward pass) on the whole domain of every program of the README's
+compile table, and on 10,000 random inputs of three numeric library models; its attention
+patterns are the NumPy forward's, block by block through `block_map`; what
+TransformerLens cannot express is refused. Runs in CI's interp step (.ci/run)."""
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformer_lens")
+pytest.importorskip("tracr")
+
+import rasp_sim  # noqa: E402
+from rasp_sim.compiler.weights import AttentionBlock, LayerNorm, MLPBlock  # noqa: E402
+from rasp_sim.compiler.forward import matmul, residual_stream, softmax_attention  # noqa: E402
+from rasp_sim.compiler.tracr_backend.runtime import NUMERIC_TOLERANCE  # noqa: E402
+
+pytestmark = pytest.mark.interp
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "compile"
+# (file, name, vocab, max_len): every row of the README's compile table.
+CLASSIC = [(f, n, v, int(m)) for f, n, v, m in
+           (line.split("\t") for line in (EXAMPLES / "table.tsv").read_text().splitlines()
+            if line and not line.startswith("#"))]
+# Three numeric library models (examples/compile/numeric.tsv): products (gated MLPs),
+# a softmax head, and a determinant (products of products).
+NUMERIC = [("matmul_2x3x2", 12), ("softmax_2x3", 6), ("determinant_3x3", 9)]
+NUMERIC_SAMPLES = 10_000
+
+
+@functools.cache
+def classic_model(file: str, name: str, vocab: str, max_len: int, causal: bool = False):
+    return rasp_sim.compile(rasp_sim.load(EXAMPLES / file), name, vocab=vocab.split(","),
+                            max_len=max_len, causal=causal)
+
+
+@functools.cache
+def numeric_model(name: str, length: int):
+    return rasp_sim.compile(rasp_sim.load(EXAMPLES / "numeric.rasp"), name, numeric_tokens=True,
+                            min_len=length, max_len=length)
+
+
+def domain(model) -> list[list]:
+    """Every input of the model's declared domain (its vocabulary, lengths min..max)."""
+    info = model.info
+    return [list(x) for n in range(info["min_len"], info["max_len"] + 1)
+            for x in itertools.product(info["vocab"], repeat=n)]
+
+
+def disagreements(expected: list[list], got: list[list]) -> list[tuple[int, int, object, object]]:
+    """(input, position, expected, got) wherever the outputs differ: categorical values
+    must be equal and of one type, numbers within validation's tolerance
+    1e-9 * max(1, |expected|) (NUMERIC_TOLERANCE, docs/compiler.md)."""
+    found = []
+    for i, (want_row, got_row) in enumerate(zip(expected, got, strict=True)):
+        for position, (want, value) in enumerate(zip(want_row, got_row, strict=True)):
+            if isinstance(want, float) and not isinstance(value, bool):
+                ok = abs(value - want) <= NUMERIC_TOLERANCE * max(1.0, abs(want))
+            else:
+                ok = value == want and type(value) is type(want)
+            if not ok:
+                found.append((i, position, want, value))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file, name, vocab, max_len", CLASSIC)
+def test_classic_program_agrees_on_its_whole_domain(file, name, vocab, max_len):
+    model = classic_model(file, name, vocab, max_len)
+    inputs = domain(model)
+    assert len(inputs) == model.info["validation"]["compared"]  # the domain validation proved
+    hooked = model.to_transformer_lens()
+    assert disagreements(model.run(inputs), hooked.run(inputs)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, length", NUMERIC)
+def test_numeric_model_agrees_on_random_inputs(name, length):
+    model = numeric_model(name, length)
+    inputs = np.random.default_rng(0).standard_normal((NUMERIC_SAMPLES, length)).tolist()
+    hooked = model.to_transformer_lens()
+    assert disagreements(model.run(inputs), hooked.run(inputs)) == []
+
+
+def test_causal_model_agrees_and_masks():
+    model = classic_model("reverse.rasp", "reversed", "a,b,c", 4, causal=True)
+    hooked = model.to_transformer_lens()
+    assert hooked.cfg.attention_dir == "causal"
+    inputs = domain(model)
+    assert disagreements(model.run(inputs), hooked.run(inputs)) == []
+
+
+def numpy_patterns(weights, features_or_ids) -> dict[int, np.ndarray]:
+    """Per attention block index, the NumPy forward's patterns (B, heads, N, N)."""
+    from rasp_sim.compiler.forward import embed_tokens
+
+    states = residual_stream(weights, embed_tokens(weights, features_or_ids))
+    return {i: np.stack([softmax_attention(matmul(states[i], head.w_q), matmul(states[i], head.w_k),
+                                           block.scale, weights.causal)
+                         for head in block.heads], axis=1)
+            for i, block in enumerate(weights.layers) if isinstance(block, AttentionBlock)}
+
+
+# hist: one head; most_freq: three attention blocks; dyck1_state: a block of two heads
+@pytest.mark.parametrize("name", ["hist", "most_freq", "dyck1_state"])
+def test_cached_patterns_are_the_numpy_forward_patterns(name):
+    model = classic_model(*next(row for row in CLASSIC if row[1] == name))
+    hooked = model.to_transformer_lens()
+    inputs = [x for x in domain(model) if len(x) == model.info["max_len"]][:64]
+    kwargs = hooked.input(inputs)
+    _, cache = hooked.run_with_cache(**kwargs)
+    expected = numpy_patterns(model.weights, kwargs["input"].numpy())
+    assert expected  # every table program has heads
+    for block, patterns in expected.items():
+        layer, kind = hooked.block_map[block]
+        assert kind == "attn" and model.layers[block].kind == "attention"
+        got = cache["pattern", layer][:, :patterns.shape[1]].numpy()
+        np.testing.assert_allclose(got, patterns, rtol=0, atol=1e-12)
+
+
+def test_layers_are_paired_and_padded():
+    from rasp_sim.compiler.transformer_lens_export import pair_layers
+
+    a, m = AttentionBlock.__new__(AttentionBlock), MLPBlock.__new__(MLPBlock)
+    assert pair_layers([a, m, m, a]) == [(0, 1), (None, 2), (3, None)]
+    assert pair_layers([m, m, a, m, m]) == [(None, 0), (None, 1), (2, 3), (None, 4)]
+    model = numeric_model("softmax_2x3", 6)  # mlp, mlp, attention, mlp, mlp
+    hooked = model.to_transformer_lens()
+    assert hooked.block_map == {0: (0, "mlp"), 1: (1, "mlp"), 2: (2, "attn"), 3: (2, "mlp"),
+                                4: (3, "mlp")}
+    assert hooked.cfg.n_layers == 4 and hooked.cfg.gated_mlp
+    assert not hooked.blocks[0].attn.W_Q.any()  # an empty sublayer is zeros
+    assert hooked.residual_labels == model.residual_labels
+
+
+def test_numeric_input_is_the_embedded_residual():
+    model = numeric_model("matmul_2x3x2", 12)
+    hooked = model.to_transformer_lens()
+    kwargs = hooked.input([[0.5] * 12])
+    assert kwargs["start_at_layer"] == 0 and kwargs["input"].shape == (1, 13, model.weights.width)
+    assert kwargs["input"].dtype == hooked.cfg.dtype
+    from rasp_sim.errors import RaspTypeError
+
+    with pytest.raises(RaspTypeError, match="reads numbers, not token ids"):
+        hooked(torch.zeros((1, 13), dtype=torch.long))
+
+
+def test_inputs_are_checked():
+    from rasp_sim.errors import RaspTypeError
+
+    hooked = classic_model(*CLASSIC[0]).to_transformer_lens()
+    with pytest.raises(RaspTypeError, match="one length"):
+        hooked.input(["ab", "abc"])
+    with pytest.raises(RaspTypeError, match="not in the model's vocabulary"):
+        hooked.input(["az"])
+
+
+def refused(model, weights, match: str) -> None:
+    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+    from rasp_sim.errors import CompileError
+
+    with pytest.raises(CompileError, match=match):
+        to_hooked_transformer(weights)
+
+
+def test_what_transformer_lens_cannot_express_is_refused():
+    model = classic_model(*CLASSIC[0])  # reverse: attention, mlp, mlp, attention
+    weights = model.weights
+    width = weights.width
+    norm = LayerNorm(np.ones(width), np.zeros(width))
+    layers = list(weights.layers)
+    refused(model, replace(weights, final_norm=norm), "final LayerNorm")
+    refused(model, replace(weights, layers=(replace(layers[0], norm=norm), *layers[1:])),
+            "block 0 has a LayerNorm")
+    refused(model, replace(weights, layers=(replace(layers[0], residual=False), *layers[1:])),
+            "block 0 has no residual")
+    refused(model, replace(weights, layers=(*layers[:2], replace(layers[2], activation="gelu"),
+                                            layers[3])), "different activations")
+    linear = [replace(b, activation="linear") if isinstance(b, MLPBlock) else b for b in layers]
+    refused(model, replace(weights, layers=tuple(linear)), "'linear' has no TransformerLens")
+
+
+def test_gate_biases_need_the_one_direction():
+    model = numeric_model("matmul_2x3x2", 12)
+    weights = model.weights
+    one = model.residual_labels.index("one")
+    first = weights.layers[1]
+    assert isinstance(first, MLPBlock) and first.gated
+    biased = replace(first, b1=np.full(first.b1.shape, 0.25), b_gate=np.full(first.b1.shape, -0.5))
+    with_bias = replace(weights, layers=(weights.layers[0], biased, *weights.layers[2:]))
+    # Folded through `one`, the biases are computed: the export equals the NumPy forward.
+    from rasp_sim.compiler.forward import embed_features, readout, residual_stream as stream
+    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+    from rasp_sim.compiler.tracr_backend.runtime import numeric_features
+
+    hooked = to_hooked_transformer(with_bias)
+    xs = np.random.default_rng(1).standard_normal((50, 12)).tolist()
+    features = np.array([numeric_features(with_bias, x) for x in xs])[..., None]
+    expected = readout(with_bias, stream(with_bias, embed_features(with_bias, features))[-1])
+    got = hooked(**hooked.input(xs)).detach().numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    # Without a `one` direction that is 1 everywhere (here: a block writes it) it is refused.
+    head = weights.layers[0].heads[0]
+    w_o = np.array(head.w_o)
+    w_o[:, one] = 1.0
+    writes_one = replace(weights.layers[0], heads=(replace(head, w_o=w_o), *weights.layers[0].heads[1:]))
+    refused(model, replace(with_bias, layers=(writes_one, *with_bias.layers[1:])), "'one' direction")
+
+
+def test_gelu_and_mlp_biases_of_an_ungated_model_are_computed():
+    # Not what the compiler writes, but what the export maps: GPT-2's gelu (TransformerLens's
+    # gelu_new) and b1, b2 of an ungated MLP; compared with the NumPy forward's logits.
+    from rasp_sim.compiler.forward import forward
+    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+
+    weights = classic_model(*CLASSIC[0]).weights
+    rng = np.random.default_rng(2)
+    layers = tuple(replace(b, activation="gelu", b1=rng.standard_normal(b.b1.shape),
+                           b2=rng.standard_normal(b.b2.shape))
+                   if isinstance(b, MLPBlock) else b for b in weights.layers)
+    changed = replace(weights, layers=layers)
+    hooked = to_hooked_transformer(changed)
+    assert hooked.cfg.act_fn == "gelu_new" and not hooked.cfg.gated_mlp
+    inputs = [list(x) for x in itertools.product("abc", repeat=5)]
+    kwargs = hooked.input(inputs)
+    expected = forward(changed, kwargs["input"].numpy())
+    np.testing.assert_allclose(hooked(**kwargs).detach().numpy(), expected, rtol=1e-12, atol=1e-12)
