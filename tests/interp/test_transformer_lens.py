@@ -1,7 +1,7 @@
 """`Model.to_transformer_lens()` computes the model: the HookedTransformer agrees with
 `Model.run` (the NumPy forward pass) on the whole domain of every program of the README's
 compile table, and on 10,000 random inputs of three numeric library models; its attention
-patterns are the NumPy forward's, block by block through `block_map`; what
+patterns are `Model.trace`'s, head by head through `block_map`; what
 TransformerLens cannot express is refused. Runs in CI's interp step (.ci/run)."""
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ pytest.importorskip("tracr")
 
 import rasp_sim  # noqa: E402
 from rasp_sim.compiler.weights import AttentionBlock, LayerNorm, MLPBlock  # noqa: E402
-from rasp_sim.compiler.forward import matmul, residual_stream, softmax_attention  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import NUMERIC_TOLERANCE  # noqa: E402
 
 pytestmark = pytest.mark.interp
@@ -97,32 +96,21 @@ def test_causal_model_agrees_and_masks():
     assert disagreements(model.run(inputs), hooked.run(inputs)) == []
 
 
-def numpy_patterns(weights, features_or_ids) -> dict[int, np.ndarray]:
-    """Per attention block index, the NumPy forward's patterns (B, heads, N, N)."""
-    from rasp_sim.compiler.forward import embed_tokens
-
-    states = residual_stream(weights, embed_tokens(weights, features_or_ids))
-    return {i: np.stack([softmax_attention(matmul(states[i], head.w_q), matmul(states[i], head.w_k),
-                                           block.scale, weights.causal)
-                         for head in block.heads], axis=1)
-            for i, block in enumerate(weights.layers) if isinstance(block, AttentionBlock)}
-
-
 # hist: one head; most_freq: three attention blocks; dyck1_state: a block of two heads
 @pytest.mark.parametrize("name", ["hist", "most_freq", "dyck1_state"])
-def test_cached_patterns_are_the_numpy_forward_patterns(name):
+def test_cached_patterns_are_the_traces_patterns(name):
     model = classic_model(*next(row for row in CLASSIC if row[1] == name))
     hooked = model.to_transformer_lens()
     inputs = [x for x in domain(model) if len(x) == model.info["max_len"]][:64]
-    kwargs = hooked.input(inputs)
-    _, cache = hooked.run_with_cache(**kwargs)
-    expected = numpy_patterns(model.weights, kwargs["input"].numpy())
-    assert expected  # every table program has heads
-    for block, patterns in expected.items():
-        layer, kind = hooked.block_map[block]
-        assert kind == "attn" and model.layers[block].kind == "attention"
-        got = cache["pattern", layer][:, :patterns.shape[1]].numpy()
-        np.testing.assert_allclose(got, patterns, rtol=0, atol=1e-12)
+    _, cache = hooked.run_with_cache(**hooked.input(inputs))
+    for index, x in enumerate(inputs):
+        heads = model.trace(x).attention
+        assert heads  # every table program has heads
+        for head in heads:
+            layer, kind = hooked.block_map[head.block]
+            assert kind == "attn" and model.layers[head.block].kind == "attention"
+            got = cache["pattern", layer][index, head.head].numpy()
+            np.testing.assert_allclose(got, head.pattern, rtol=0, atol=1e-12)
 
 
 def test_layers_are_paired_and_padded():
