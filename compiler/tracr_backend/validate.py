@@ -326,15 +326,18 @@ def agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
 
 
 def causal_program(root: g.SOp) -> g.SOp:
-    """What a causal model computes: every selector restricted to keys k <= query q."""
+    """What a causal model computes: the selector of every aggregate, whole, restricted to
+    keys k <= query q. The mask applies to the attention pattern, so to the selector as a
+    head computes it (`not select(...)` does not select later keys), not to each select."""
     copies: dict[int, g.Node] = {}
     positions = g.Indices(name="indices")
     for node in g.ancestors(root):
-        copy = node.with_children([copies[id(child)] for child in node.children()])
-        if isinstance(node, g.Select):
-            copy = g.SelectorAnd(left=cast(g.Selector, copy), right=g.Select(keys=positions, queries=positions,
-                                                          op="<="), span=node.span, name=node.name)
-        copies[id(node)] = copy
+        children = [copies[id(child)] for child in node.children()]
+        if isinstance(node, g.Aggregate):
+            children[0] = g.SelectorAnd(
+                left=cast(g.Selector, children[0]), span=node.selector.span,
+                right=g.Select(keys=positions, queries=positions, op="<="))
+        copies[id(node)] = node.with_children(children)
     return cast(g.SOp, copies[id(root)])
 
 
