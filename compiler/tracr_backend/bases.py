@@ -211,9 +211,11 @@ class ValueSets:
         sums: set = {0}
         for width in range(1, self.max_len + 1):
             if len(sums) * len(values) > MAX_TABLE:
-                raise Unsupported(_name(expr), "its mean takes too many distinct values to "
-                                  "discretise; compile it without a later numerical map",
-                                  _span(expr))
+                raise Unsupported(_name(expr), "its mean takes too many distinct values "
+                                  f"to enumerate (over {MAX_TABLE:,} sums), and a block that "
+                                  "reads it needs them all: a map, select or gather of a "
+                                  "mean is a table over its values (means, sums, + and - "
+                                  "of it, and the output, need none)", _span(expr))
             sums = {s + v for s in sums for v in values}
             out |= {s * 1.0 / width for s in sums} if width > 1 else set(values)
         return out

@@ -108,6 +108,7 @@ class Report:
     disagreement: Disagreement | None = None
     seconds: float = 0.0
     coverage: Coverage | None = None  # sampled mode only
+    seed: int | None = None  # of the sample; None where the whole domain was checked
     output_types: set[type] = field(default_factory=set)  # of the interpreter's values
 
     @property
@@ -133,6 +134,8 @@ class Report:
                   "ok": self.ok}
         if self.coverage is not None:
             record["coverage"] = self.coverage.as_metadata()
+        if self.seed is not None:
+            record["seed"] = self.seed
         return record
 
 
@@ -353,7 +356,8 @@ def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: i
             coverage.random = count
             count += sum(len(rows) for rows in extra.values())
             batches = itertools.chain(_batches(extra), batches)
-    report = Report(mode, inputs=count, coverage=coverage)
+    report = Report(mode, inputs=count, coverage=coverage,
+                    seed=seed if mode == "sampled" else None)
     bar = tqdm(total=count, desc=f"validating ({mode})", unit="input", disable=not progress,
                leave=False)
     for rows in batches:

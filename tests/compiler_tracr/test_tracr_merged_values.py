@@ -143,3 +143,18 @@ def test_the_mixed_mean_compiles_on_the_command_line(tmp_path, capsys):
                              "0,1,2", "--max-len", "3", "-o", str(tmp_path / "r.npz"))
     assert code == 0, err
     assert "validated exhaustive on 27 inputs (12 outside the program's domain)" in out
+
+
+@pytest.mark.parametrize("reader", ["y = selector_width(select(n, 0.5, <));",
+                                    "y = n > 0.5;"], ids=["select", "map"])
+def test_a_mean_of_a_mean_too_large_to_enumerate_names_what_needs_its_values(
+        driver, program, reader):
+    # The refusal used to advise "compile it without a later numerical map" also where a
+    # select, not a map, read the mean.
+    text = ("x = tokens_int;\nm = aggregate(select(indices, indices, <=), x * 0.1);\n"
+            f"n = aggregate(select(indices, indices, <), m);\n{reader}\n")
+    with pytest.raises(Unsupported, match="too many distinct values") as error:
+        driver.compile_program(program(text, "y"), list(range(10)), 6, tracr_oracle=False)
+    assert "numerical map" not in error.value.reason
+    assert "a map, select or gather of a mean is a table over its values" in error.value.reason
+    assert error.value.span.line == 3
