@@ -9,7 +9,6 @@ import argparse
 import json
 import math
 import sys
-from typing import TYPE_CHECKING
 
 from ..errors import RaspError
 from ..graph import SOp
@@ -19,9 +18,6 @@ from .options import (
     add_unvalidated_option,
 )
 from .program import at_call_site, binding_span, load_named_node
-
-if TYPE_CHECKING:  # the compiler is imported by the handlers only (the `compile` extra)
-    from rasp_sim.compiler.tracr_backend.validate import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -170,7 +166,7 @@ def run_compile(args: argparse.Namespace) -> int:
                    f"domain){' with the tracr oracle' if args.check_tracr else ''}, max "
                    f"numerical error {v.max_numeric_error:.3g} -> {output}")
         print(f"validated {checked}" if v.ok else f"UNVALIDATED (--force): checked {checked}")
-    outside = _mostly_outside(result.report)
+    outside = _mostly_outside(result.report.compared, result.report.undefined)
     if outside:
         print(outside, file=sys.stderr)
     if not result.report.ok:  # written only with --force: the model is still wrong
@@ -181,17 +177,16 @@ def run_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mostly_outside(report: Report) -> str | None:
+def _mostly_outside(compared: int, undefined: int) -> str | None:
     """A warning when more than half of the inputs checked are outside the program's
     domain (the interpreter fails on them): the model was checked on few inputs, and the
     declared domain is mostly inputs the program does not take."""
-    checked = report.compared + report.undefined
-    if report.undefined * 2 <= checked:
+    checked = compared + undefined
+    if undefined * 2 <= checked:
         return None
-    return (f"warning: {report.undefined} of the {checked} inputs checked "
-            f"({100 * report.undefined / checked:.0f}%) are outside the program's domain (the "
-            "interpreter fails on them), so the model was checked on "
-            f"{report.compared} only; narrow the declared domain to the inputs the program "
+    return (f"warning: {undefined} of the {checked} inputs checked "
+            f"({100 * undefined / checked:.0f}%) are outside the program's domain (the "
+            f"interpreter fails on them), so the model was checked on {compared} only; narrow the declared domain to the inputs the program "
             "takes (--min-len for the shortest length, --vocab for the tokens)")
 
 

@@ -158,3 +158,19 @@ def test_a_mean_of_a_mean_too_large_to_enumerate_names_what_needs_its_values(
     assert "numerical map" not in error.value.reason
     assert "a map, select or gather of a mean is a table over its values" in error.value.reason
     assert error.value.span.line == 3
+
+
+def test_a_real_valued_map_that_merged_values_cannot_decide_is_refused(driver, program):
+    # With --numeric-tokens, `m > 0.1` is folded into the polynomial region of `y` and
+    # evaluated on m's stored values: 0.1 stood for 0.10000000000000002 too, which the
+    # mean at position 2 is, so the model negated x there (validation caught it).
+    from rasp_sim.compiler.tracr_backend.continuous import NumericDomain
+
+    text = ("x = tokens_float;\nm = aggregate(select(indices, indices, <=), indices * 0.1);\n"
+            "y = x if m > 0.1 else 0 - x;\n")
+    with pytest.raises(Unsupported, match="depends on float rounding") as error:
+        driver.compile_program(program(text, "y"), [], 4, tracr_oracle=False,
+                               numeric=NumericDomain(1, 4, -10.0, 10.0))
+    a, b = map(float, re.findall(NUMBER, error.value.reason)[:2])
+    assert a != b and abs(a - b) <= 1e-9 and (a > 0.1) != (b > 0.1)
+    assert error.value.span.line == 3
