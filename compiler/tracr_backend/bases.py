@@ -158,9 +158,13 @@ class ValueSets:
     def _images(self, expr: rasp.SOp, f: Callable[..., Any], operands: list[rasp.SOp]
                 ) -> tuple[set, dict[Any, frozenset]]:
         """f's values on the operands' stored values, and what each stands for: f of the
-        members. f must agree (within validation's tolerance) on the members of a stored
-        value: where it does not, the program's value depends on float rounding, and the
-        model would be wrong on some inputs whatever representative it kept."""
+        members. f of one operand must agree (within validation's tolerance) on the
+        members of a stored value: where it does not, the program's value depends on float
+        rounding, and the model would be wrong on some inputs whatever representative it
+        kept. Of several operands, a disagreement is not refused: the product of their
+        value sets pairs values that never meet at one position (Dyck's depth, a
+        difference of means times indices + 1, is an integer wherever the two meet, but
+        -1/12 x 6 rounds either way), so it may be infeasible; validation checks those."""
         stored = [self.of(op) for op in operands]
         aliased = [self.aliases[op.label] for op in operands]
         values: set = set()
@@ -173,13 +177,14 @@ class ValueSets:
                 continue
             for members in itertools.product(*(a.get(v, (v,)) for v, a in zip(combo, aliased))):
                 image = f(*members)
-                if not _same_value(plain(image), plain(y)):
-                    shown = (lambda c: c[0]) if len(combo) == 1 else (lambda c: c)
-                    raise Unsupported(_name(expr), f"its value depends on float rounding: "
-                                      f"{plain(shown(combo))!r} and {plain(shown(members))!r}, "
-                                      "which a compiled model cannot tell apart (they differ "
-                                      f"in the last bits), give {plain(y)!r} and "
-                                      f"{plain(image)!r}", _span(expr))
+                # a bool and the number it equals (a mean of one bool): one stored value,
+                # which the blocks reading it must treat alike (check_select, check_output)
+                if not _same_value(plain(image), plain(y), exact_type=False):
+                    if len(combo) > 1:
+                        continue
+                    raise Unsupported(_name(expr), _depends(combo[0], members[0],
+                                                            f"give {plain(y)!r} and "
+                                                            f"{plain(image)!r}"), _span(expr))
                 if y is not None and image != y:
                     aliases.setdefault(y, {y}).add(image)
         return values, {y: frozenset(m) for y, m in aliases.items()}
@@ -203,9 +208,21 @@ class ValueSets:
                 raise Unsupported(_name(select), _split_selection(answers, select),
                                   _span(select))
 
+    def check_output(self, expr: rasp.SOp) -> None:
+        """A categorical output must be one value for all the values its stored value
+        stands for (a gather of a mean that may be False or 0 gives the model's 0)."""
+        if not rasp.is_categorical(expr):
+            return  # numbers are compared as numbers (a bool as 0 or 1)
+        for value, members in self.aliases[expr.label].items():
+            for member in members:
+                if not _same_value(plain(member), plain(value)):
+                    raise Unsupported(_name(expr), _depends(value, member, "so it outputs "
+                                      "one of them for both"), _span(expr))
+
     def _means(self, expr: rasp.Aggregate, values: set, default: Any) -> set:
         """All means of 1..max_len selected values, and the empty row's default, as
-        rasp-sim computes them: sum(selected) * 1.0 / width (a bool adds as 0 or 1)."""
+        rasp-sim computes them: sum(selected) * 1.0 / width (a bool adds as 0 or 1; one
+        selected value is itself, a bool kept as a Flag, apart from the 0 or 1 it equals)."""
         values = {plain(v) for v in values}
         out: set = {default}
         sums: set = {0}
@@ -217,7 +234,7 @@ class ValueSets:
                                   "mean is a table over its values (means, sums, + and - "
                                   "of it, and the output, need none)", _span(expr))
             sums = {s + v for s in sums for v in values}
-            out |= {s * 1.0 / width for s in sums} if width > 1 else set(values)
+            out |= {s * 1.0 / width for s in sums} if width > 1 else {typed(v) for v in values}
         return out
 
 
@@ -241,14 +258,26 @@ def _split_selection(answers: dict[tuple[Any, Any], bool], select: rasp.Select) 
     raise AssertionError("two answers differ, so two that share a key or a query differ")
 
 
+def _depends(a: Any, b: Any, outcome: str) -> str:
+    """Why a block's value depends on which of two merged values a and b it reads."""
+    if isinstance(plain(a), bool) != isinstance(plain(b), bool):
+        return (f"its value depends on the type of a mean: {plain(a)!r} and {plain(b)!r} (a "
+                "mean of one bool is that bool, of several a number), which a compiled model "
+                f"carries as one number, {outcome}")
+    return (f"its value depends on float rounding: {plain(a)!r} and {plain(b)!r}, which a "
+            f"compiled model cannot tell apart (they differ in the last bits), {outcome}")
+
+
 def _merged(values: set, aliases: dict[Any, frozenset]) -> tuple[set, dict[Any, frozenset]]:
-    """A numerical s-op's values as grid points: one stored value (the smallest) per run
-    of near-equal numbers, standing for every number of the run."""
+    """A numerical s-op's values as grid points: one stored value (the smallest, a plain
+    number) per run of near-equal numbers, standing for every number of the run; a bool
+    (a mean of one bool, kept as a Flag) is a member apart from the 0 or 1 it equals."""
     every = set(values)
     for members in aliases.values():
         every |= members
     runs = close_runs(every)
-    return {run[0] for run in runs}, {run[0]: frozenset(run) for run in runs if len(run) > 1}
+    return ({plain(run[0]) for run in runs},
+            {plain(run[0]): frozenset(run) for run in runs if len(run) > 1})
 
 
 # Numbers closer than this (relative) are one grid point: float sums in different orders
@@ -259,12 +288,14 @@ MERGE_TOLERANCE = 1e-9
 MAX_EXACTNESS = 1e6
 
 
-def _same_value(a: Any, b: Any) -> bool:
+def _same_value(a: Any, b: Any, exact_type: bool = True) -> bool:
     """Equal, or numbers within validation's tolerance (1e-9 relative), tuples element by
-    element: what validation accepts as the same output."""
+    element: what validation accepts as the same output. Without `exact_type` a bool is
+    the number it equals (False and 0: the same number in a numerical direction)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(map(_same_value, a, b))
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        return len(a) == len(b) and all(_same_value(x, y, exact_type) for x, y in zip(a, b))
+    numbers = all(isinstance(v, (int, float)) and (not exact_type or not isinstance(v, bool))
+                  for v in (a, b))
     if numbers:
         return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(b))
     return a == b and type(a) is type(b)
@@ -273,17 +304,14 @@ def _same_value(a: Any, b: Any) -> bool:
 def close_runs(values: Iterable[Any]) -> list[list[Any]]:
     """The values in sorted runs of numbers each within MERGE_TOLERANCE of the previous."""
     runs: list[list[Any]] = []
-    for v in sorted(values):
-        if runs and abs(v - runs[-1][-1]) <= MERGE_TOLERANCE * max(1.0, abs(v)):
+    # by value, a number before the bool (Flag) it equals: a run's first is a number
+    for v in sorted(values, key=lambda v: (float(v), isinstance(v, Flag))):
+        x = float(v)
+        if runs and abs(x - float(runs[-1][-1])) <= MERGE_TOLERANCE * max(1.0, abs(x)):
             runs[-1].append(v)
         else:
             runs.append([v])
     return runs
-
-
-def merge_close(values: Iterable[Any]) -> set:
-    """One representative (the smallest) of every run of numbers within MERGE_TOLERANCE."""
-    return {run[0] for run in close_runs(values)}
 
 
 def needs_value_set(graph: nx.DiGraph, node_id: str) -> bool:

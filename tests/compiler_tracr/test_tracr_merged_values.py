@@ -174,3 +174,20 @@ def test_a_real_valued_map_that_merged_values_cannot_decide_is_refused(driver, p
     a, b = map(float, re.findall(NUMBER, error.value.reason)[:2])
     assert a != b and abs(a - b) <= 1e-9 and (a > 0.1) != (b > 0.1)
     assert error.value.span.line == 3
+
+
+def test_a_gather_of_a_mean_that_may_be_a_bool_or_a_number_is_refused(driver, program):
+    # Found by the random programs: at length 1 the mean of one selected False is False,
+    # elsewhere a number; a gather copied the model's one number back as 0.
+    text = ("x = tokens_int;\nv1 = (length == 0) if length < 2 else length;\n"
+            "v2 = aggregate(select(2, 2, <=), v1);\n"
+            "y = aggregate(select(indices, v2, ==), v2, -1);\n"
+            "z = selector_width(select(v2, 0, ==));\n")
+    with pytest.raises(Unsupported, match="depends on the type of a mean: 0 and False") \
+            as error:
+        driver.compile_program(program(text, "y"), [0, 1], 4, tracr_oracle=False)
+    assert error.value.span.line == 4 and "outputs one of them for both" in error.value.reason
+    # read as a number, or compared (False == 0), it compiles: the two are one number
+    for name in ("v2", "z"):
+        assert driver.compile_program(program(text, name), [0, 1], 4,
+                                      tracr_oracle=False).report.ok
