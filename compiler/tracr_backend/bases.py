@@ -91,10 +91,12 @@ class ValueSets:
     0.20000000000000004) are one grid point, since no float64 step of a discretising MLP
     can separate them, and what maps and gathers make of such a point stands for what the
     program makes of each of them. The compiled model carries one residual direction for
-    all of them, so a block is exact only where it treats all of them alike: a map's
-    output must agree on them (within validation's tolerance), and a select must select
-    alike for every one of them (`check_select`); anything else is refused here, before
-    a model exists."""
+    all of them, so a block is exact only where it treats all of them alike: a map of one
+    s-op must agree on them (within validation's tolerance), a select must select alike
+    for every one of them (`check_select`) and a categorical output must be one value
+    (`check_output`); anything else is refused here, before a model exists. (A map of
+    several s-ops is the exception, see `_images`.) A mean of one selected bool is that
+    bool, which the model carries as the number it equals: it is a member apart."""
 
     def __init__(self, vocab: Sequence[Any], max_len: int):
         self.vocab = frozenset(typed(v) for v in vocab)
@@ -121,12 +123,6 @@ class ValueSets:
         self.of(expr)
         return self.aliases[expr.label].get(value, frozenset([value]))
 
-    def _all_members(self, expr: rasp.SOp) -> set:
-        values = set(self.of(expr))
-        for members in self.aliases[expr.label].values():
-            values |= members
-        return values
-
     def _compute(self, expr: rasp.SOp) -> tuple[set, dict[Any, frozenset]]:
         if isinstance(expr, rasp.TokensType):
             return set(self.vocab), {}
@@ -150,9 +146,8 @@ class ValueSets:
             default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
                 return values | ({typed(default)} if default is not None else set()), aliases
-            for members in aliases.values():
-                values |= members
-            return self._means(expr, values, 0 if default is None else default), {}
+            return self._means(expr, _with_members(values, aliases),
+                               0 if default is None else default), {}
         raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
 
     def _images(self, expr: rasp.SOp, f: Callable[..., Any], operands: list[rasp.SOp]
@@ -268,14 +263,16 @@ def _depends(a: Any, b: Any, outcome: str) -> str:
             f"compiled model cannot tell apart (they differ in the last bits), {outcome}")
 
 
+def _with_members(values: set, aliases: dict[Any, frozenset]) -> set:
+    """Every value that the stored `values` stand for."""
+    return set(values).union(*aliases.values())
+
+
 def _merged(values: set, aliases: dict[Any, frozenset]) -> tuple[set, dict[Any, frozenset]]:
     """A numerical s-op's values as grid points: one stored value (the smallest, a plain
     number) per run of near-equal numbers, standing for every number of the run; a bool
     (a mean of one bool, kept as a Flag) is a member apart from the 0 or 1 it equals."""
-    every = set(values)
-    for members in aliases.values():
-        every |= members
-    runs = close_runs(every)
+    runs = close_runs(_with_members(values, aliases))
     return ({plain(run[0]) for run in runs},
             {plain(run[0]): frozenset(run) for run in runs if len(run) > 1})
 
