@@ -186,8 +186,9 @@ def _mostly_outside(compared: int, undefined: int) -> str | None:
         return None
     return (f"warning: {undefined} of the {checked} inputs checked "
             f"({100 * undefined / checked:.0f}%) are outside the program's domain (the "
-            f"interpreter fails on them), so the model was checked on {compared} only; narrow the declared domain to the inputs the program "
-            "takes (--min-len for the shortest length, --vocab for the tokens)")
+            f"interpreter fails on them), so the model was checked on {compared} only; "
+            "narrow the declared domain to the inputs the program takes (--min-len for the "
+            "shortest length, --vocab for the tokens)")
 
 
 def _token_range(text: str) -> tuple[float, float]:
