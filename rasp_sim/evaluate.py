@@ -15,6 +15,9 @@ Public API
     benchmarks and the compiler. `batch` is a 2-D array or a list of equal-length inputs;
     an s-op's value is a (batch, n) array, a selector's a (batch, n, n) bool array. The
     array dtypes are those of `rasp_sim.evaluation.columns`.
+`evaluate_defined(roots, batch, **same) -> (dict[node, np.ndarray], positions)`:
+    `evaluate_batch` on the inputs the program does not fail on, and their positions
+    (validation: failing inputs are outside the program's domain), found in bulk.
 `estimate_bytes(roots, n)`: the memory estimate for one input of length n.
 
 How it runs: inputs are grouped by length; each group is evaluated node by node in
@@ -117,6 +120,80 @@ def evaluate_batch(
     return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
 
 
+def evaluate_defined(
+    roots: Sequence[graph.Node],
+    batch: Any,
+    *,
+    exact: bool = False,
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+) -> tuple[dict[graph.Node, np.ndarray], np.ndarray]:
+    """`evaluate_batch` on the inputs of `batch` (one length) on which the program does not
+    fail, and their positions in `batch`. A node that fails drops the inputs it fails on
+    (found by halving the batch on that node alone) and the rest go on, so k failing
+    inputs cost one pass of the program plus O(k log B) evaluations of single nodes, not
+    a pass per input (what validation needs: failing inputs are outside the domain)."""
+    plan = _Plan(tuple(roots))
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
+        [_as_input(x, i) for i, x in enumerate(batch)])
+    if len({len(row) for row in rows}) > 1:
+        raise RaspTypeError("evaluate_defined needs inputs of one length")
+    n = len(rows[0])
+    chunk = _chunk_size(plan, n, memory_limit_bytes)
+    parts = [_run_chunk_defined(plan, rows[s : s + chunk], s, exact)
+             for s in range(0, len(rows), chunk)]
+    parts = [(values, kept) for values, kept in parts if len(kept)]
+    if not parts:
+        return ({root: np.empty((0, n, n) if isinstance(root, graph.Selector) else (0, n))
+                 for root in plan.roots}, np.zeros(0, dtype=np.int64))
+    values = {root: concat_rows([p[root] for p, _ in parts]) for root in plan.roots}
+    return values, np.concatenate([kept for _, kept in parts])
+
+
+def _run_chunk_defined(
+    plan: _Plan, rows: Any, first: int, exact: bool
+) -> tuple[dict[graph.Node, np.ndarray], np.ndarray]:
+    kept = np.arange(first, first + len(rows))
+    values: dict[graph.Node, np.ndarray] = {}
+    for step, node in enumerate(plan.order):
+        try:
+            values[node] = _compute(node, values, rows, exact)
+        except RaspError:
+            failing = set(_failing_rows(node, values, rows, list(range(len(rows))), exact))
+            ok = [r for r in range(len(rows)) if r not in failing]
+            if not ok:
+                return {}, kept[:0]
+            rows, kept = _take_rows(rows, ok), kept[ok]
+            values = {k: _take(v, ok) for k, v in values.items()}
+            values[node] = _compute(node, values, rows, exact)
+        for dropped in plan.drops[step]:
+            values.pop(dropped, None)
+    return {root: _full_batch(values[root], len(rows)) for root in plan.roots}, kept
+
+
+def _failing_rows(node: graph.Node, values: dict, rows: Any, positions: list[int],
+                  exact: bool) -> list[int]:
+    """The positions among `positions` of the rows `node` fails on, by halving."""
+    sub = {c: _take(values[c], positions) for c in node.children()}
+    try:
+        _compute(node, sub, _take_rows(rows, positions), exact)
+        return []
+    except RaspError:
+        if len(positions) == 1:
+            return positions
+        half = len(positions) // 2
+        return (_failing_rows(node, values, rows, positions[:half], exact)
+                + _failing_rows(node, values, rows, positions[half:], exact))
+
+
+def _take(value: np.ndarray, positions: list[int]) -> np.ndarray:
+    """The rows at `positions` of a value (one shared row stays as it is)."""
+    return value[positions] if value.shape[0] > 1 else value
+
+
+def _take_rows(rows: Any, positions: list[int]) -> Any:
+    return rows[positions] if isinstance(rows, np.ndarray) else [rows[i] for i in positions]
+
+
 def estimate_bytes(roots: Sequence[graph.Node], n: int) -> int:
     """Peak memory, in bytes, of evaluating `roots` on one input of length n."""
     return _Plan(tuple(roots)).peak_bytes(n)
@@ -217,7 +294,17 @@ def _group_rows(rows: list) -> Any:
 def _run_group(
     plan: _Plan, rows: Any, ids: list[int], exact: bool, limit: int
 ) -> dict[graph.Node, np.ndarray]:
-    n = len(rows[0])
+    chunk = _chunk_size(plan, len(rows[0]), limit)
+    shared: dict[graph.Node, np.ndarray] = {}  # the invariant values, computed by chunk 1
+    parts = [
+        _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
+        for s in range(0, len(rows), chunk)
+    ]
+    return {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
+
+
+def _chunk_size(plan: _Plan, n: int, limit: int) -> int:
+    """Inputs of length n per chunk, within the memory limit and near the working set."""
     per_input = plan.peak_bytes(n)
     if per_input > limit:
         raise RaspResourceError(
@@ -225,13 +312,7 @@ def _run_group(
             f"{per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
             "with memory_limit_bytes= (rasp-sim: --memory-limit)"
         )
-    chunk = max(1, min(limit, _WORKING_SET_BYTES) // per_input)
-    shared: dict[graph.Node, np.ndarray] = {}  # the invariant values, computed by chunk 1
-    parts = [
-        _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
-        for s in range(0, len(rows), chunk)
-    ]
-    return {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
+    return max(1, min(limit, _WORKING_SET_BYTES) // per_input)
 
 
 def _run_chunk(

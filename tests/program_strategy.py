@@ -221,6 +221,7 @@ class _Compilable:
         self.bools: list[str] = []
         self.selectors: list[str] = []
         self.selector_reads: dict[str, set[str]] = {}  # selector -> means-derived s-ops
+        self.scaled_means: list[str] = []  # means of scaled tokens (floats, near-equal ones)
         self.lines = ["x = tokens_int;"]
         self.fresh = 0
 
@@ -244,6 +245,21 @@ def _operand(draw, p: _Compilable) -> str:
         else _number(draw, p)
 
 
+# Scaled tokens: float values whose means, summed in different orders, give near-equal
+# floats (0.4 and 0.4000000000000001) that the compiler merges into one grid point.
+_SCALED = ("x * 0.1", "(x + indices) * 0.3", "x * 0.25 - 0.1", "(x - indices) * 0.1")
+# Constants such means take or nearly take (0.4 = 0.1 x 4, 0.05 = 0.1 / 2, ...).
+_FLOAT_CONSTANTS = ("0.05", "0.1", "0.15", "0.2", "0.3", "0.4", "0.45", "0.6")
+
+
+def _side(draw, p: _Compilable) -> str:
+    """One side of a select: an s-op or a constant, a float one more often where the
+    program has means of scaled tokens to compare with it."""
+    if p.scaled_means and draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(_FLOAT_CONSTANTS))
+    return _operand(draw, p)
+
+
 def _selector(draw, p: _Compilable, depth: int = 2, read: set | None = None) -> str:
     # One composite select is one head whose keys (and queries) are the tuple of its
     # leaves' s-ops: two of them computed from means make a tuple of |values|^2 (a
@@ -262,7 +278,7 @@ def _selector(draw, p: _Compilable, depth: int = 2, read: set | None = None) -> 
         return f"(not {_selector(draw, p, depth - 1, read)})"
     sides = []
     for _ in range(2):
-        side = _operand(draw, p)
+        side = _side(draw, p)
         if side in p.fractions and read - {side}:
             side = draw(st.sampled_from([n for n in p.numbers if n not in p.fractions]))
         if side in p.fractions:
@@ -273,8 +289,24 @@ def _selector(draw, p: _Compilable, depth: int = 2, read: set | None = None) -> 
 
 def _compilable_statement(draw, p: _Compilable) -> None:
     kind = draw(st.sampled_from(("arith", "arith", "compare", "where", "select", "mean",
-                                 "mean", "categorical", "categorical", "width", "width")))
-    if kind == "arith":
+                                 "mean", "categorical", "categorical", "width", "width",
+                                 "scaled mean", "scaled mean", "mixed mean")))
+    if kind == "scaled mean":  # a mean of scaled tokens, then maybe a select on it
+        scaled = p.bind(p.numbers, draw(st.sampled_from(_SCALED)))
+        default = draw(st.sampled_from(("", ", 0", ", 0.5")))
+        mean = p.bind(p.numbers, f"aggregate({_selector(draw, p)}, {scaled}{default})")
+        p.fractions.add(mean)
+        p.scaled_means.append(mean)
+        if draw(st.booleans()):  # as a select key, against a constant or itself
+            other = draw(st.sampled_from(_FLOAT_CONSTANTS + (mean,)))
+            p.bind(p.numbers, f"selector_width(select({mean}, {other}, "
+                              f"{draw(st.sampled_from(_COMPARISONS))}))")
+    elif kind == "mixed mean":  # a column of bools and ints (0/1 in a mean), averaged
+        a = draw(st.sampled_from([n for n in p.numbers if n not in p.fractions]))
+        mixed = p.bind(p.numbers, f"({a} == {draw(st.integers(0, 2))}) if "
+                                  f"{a} < {draw(st.integers(1, 3))} else {a}")
+        p.fractions.add(p.bind(p.numbers, f"aggregate({_selector(draw, p)}, {mixed})"))
+    elif kind == "arith":
         a = _number(draw, p)
         # Two operands computed from means make a table of |values|^2 rows (tens of
         # thousands: minutes in tracr's MLP assembly), so at most one of them is.
@@ -330,9 +362,11 @@ def _compilable_statement(draw, p: _Compilable) -> None:
 def compilable_programs(draw, max_statements: int = 5) -> str:
     """Text of a random program over `tokens_int` (as `x`) in the fragment the tracr
     backend lowers: arithmetic and comparison maps, selects with and/or/not, numerical
-    means with default 0 or another, categorical aggregates (at most one key) with
-    numeric or boolean defaults, selector widths; later statements read earlier ones, so
-    means feed maps and selects. The program's value is bound to `y`."""
+    means with default 0 or another, means of scaled tokens (`x * 0.1`) as select keys
+    against float constants and themselves, means of columns mixing bools and ints,
+    categorical aggregates (at most one key) with numeric or boolean defaults, selector
+    widths; later statements read earlier ones, so means feed maps and selects. The
+    program's value is bound to `y`."""
     p = _Compilable()
     for _ in range(draw(st.integers(1, max_statements))):
         _compilable_statement(draw, p)

@@ -759,3 +759,45 @@ def test_aggregate_of_wide_one_row_columns(n, kind):
         aggregate_reference(sel, [row, row], 0, "mean", False),
         2,
     )
+
+
+# ------------------------------------------------- evaluate_defined: failing inputs in bulk
+
+# Programs that fail on some inputs and not others, in different nodes: a division by a
+# token, a mean of bools only (a mixed bool/int column averages), a selector's side,
+# tokens_int of a letter; each with the tokens its inputs are drawn from.
+PARTIAL_PROGRAMS = {
+    "division": ("x = tokens_int; y = aggregate(select(indices, indices, <=), 6 / x);", "y",
+                 [0, 1, 2, 3]),
+    "mixed-mean": ("x = tokens_int; v = (x == 1) if x < 2 else x;"
+                   "y = aggregate(full_s, v) > 0;", "y", [0, 1, 2, 3]),
+    "selector": ("x = tokens_int; s = select(6 / x, indices, <);", "s", [0, 1, 2]),
+    "tokens": ("y = aggregate(full_s, tokens_int);", "y", ["1", "2", "a"]),
+}
+
+
+@FAST
+@given(st.sampled_from(sorted(PARTIAL_PROGRAMS)), st.integers(1, 4), st.data())
+def test_evaluate_defined_keeps_exactly_the_inputs_the_program_is_defined_on(name, n, data):
+    from interp_helpers import run
+    from rasp_sim.evaluate import evaluate_defined
+
+    text, root_name, tokens = PARTIAL_PROGRAMS[name]
+    root = run(text).lookup(root_name)
+    batch = data.draw(st.lists(st.lists(st.sampled_from(tokens), min_size=n, max_size=n),
+                               min_size=1, max_size=40))
+    as_matrix = isinstance(tokens[0], int) and data.draw(st.booleans())
+    values, defined = evaluate_defined([root], np.array(batch) if as_matrix else batch)
+    expected = {}  # the oracle: every input alone
+    for i, x in enumerate(batch):
+        try:
+            expected[i] = evaluate([root], [x])[0][0]
+        except RaspError:
+            pass
+    assert defined.tolist() == sorted(expected)
+    got = values[root].tolist()
+    assert len(got) == len(defined)
+    def types(row: list) -> list:  # of an s-op's atoms, or a selector's rows' bools
+        return [type(a) for v in row for a in (v if isinstance(v, list) else [v])]
+    for i, row in zip(defined.tolist(), got):
+        assert row == expected[i] and types(row) == types(expected[i])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import networkx as nx
 from tracr.compiler import nodes
@@ -31,6 +31,7 @@ DEFAULT = "rasp_sim_default"  # rasp-sim's default of an aggregate, where tracr'
 SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.signed_map_mlp
 SCALE = "rasp_sim_scale"      # a sum's fixed selector width k: the head's values times k
 VALUE_MAP = "rasp_sim_value_map"  # an aggregate's f: it averages f(x) of its s-op x's values
+SIDES = "rasp_sim_sides"      # a select's (keys, queries): what each side reads, for messages
 
 
 @dataclass(frozen=True)
@@ -83,84 +84,197 @@ def _name(expr: rasp.RASPExpr) -> str:
 
 
 class ValueSets:
-    """Lazily computed, memoised value sets of tracr s-ops."""
+    """Lazily computed, memoised value sets of tracr s-ops.
+
+    A stored value may stand for several values of the program (`members`): a numerical
+    s-op's near-equal numbers (float sums in different orders: 0.2 and
+    0.20000000000000004) are one grid point, since no float64 step of a discretising MLP
+    can separate them, and what maps and gathers make of such a point stands for what the
+    program makes of each of them. The compiled model carries one residual direction for
+    all of them, so a block is exact only where it treats all of them alike: a map of one
+    s-op must agree on them (within validation's tolerance), a select must select alike
+    for every one of them (`check_select`) and a categorical output must be one value
+    (`check_output`); anything else is refused here, before a model exists. (A map of
+    several s-ops is the exception, see `_images`.) A mean of one selected bool is that
+    bool, which the model carries as the number it equals: it is a member apart."""
 
     def __init__(self, vocab: Sequence[Any], max_len: int):
         self.vocab = frozenset(typed(v) for v in vocab)
         self.max_len = max_len
         self.memo: dict[str, frozenset] = {}
-        self.runs: dict[str, list[list[Any]]] = {}  # near-equal values merged, per label
+        # per label: stored value -> the program's values it stands for, where several
+        self.aliases: dict[str, dict[Any, frozenset]] = {}
 
     def of(self, expr: rasp.SOp) -> frozenset:
         if expr.label not in self.memo:
-            values = self._compute(expr)
+            values, aliases = self._compute(expr)
             if rasp.is_numerical(expr):
-                self.runs[expr.label] = [r for r in close_runs(values) if len(r) > 1]
-                values = {run[0] for run in close_runs(values)}
+                values, aliases = _merged(values, aliases)
             if len(values) > MAX_VALUE_SET:
                 raise Unsupported(_name(expr), f"takes {len(values)} distinct values, above the "
                                   f"limit {MAX_VALUE_SET} for a categorical basis or a "
                                   "discretising MLP", _span(expr))
             self.memo[expr.label] = frozenset(values)
+            self.aliases[expr.label] = aliases
         return self.memo[expr.label]
 
-    def _compute(self, expr: rasp.SOp) -> set:
+    def members(self, expr: rasp.SOp, value: Any) -> frozenset:
+        """The program's values that the stored `value` of `expr` stands for."""
+        self.of(expr)
+        return self.aliases[expr.label].get(value, frozenset([value]))
+
+    def _compute(self, expr: rasp.SOp) -> tuple[set, dict[Any, frozenset]]:
         if isinstance(expr, rasp.TokensType):
-            return set(self.vocab)
+            return set(self.vocab), {}
         if isinstance(expr, rasp.IndicesType):
-            return set(range(self.max_len))
+            return set(range(self.max_len)), {}
         if isinstance(expr, rasp.SelectorWidth):
-            return set(range(self.max_len + 1))
+            return set(range(self.max_len + 1)), {}
         if isinstance(expr, rasp.Map):
-            inputs = self.of(expr.inner)
-            self._check_runs(expr)
-            return {y for y in map(expr.f, inputs) if y is not None}
+            return self._images(expr, expr.f, [expr.inner])
         if isinstance(expr, rasp.SequenceMap):
             left, right = self.of(expr.fst), self.of(expr.snd)
             if len(left) * len(right) > MAX_TABLE:
                 raise Unsupported(_name(expr), f"needs a table of {len(left)} × {len(right)} "
                                   f"entries, above the limit {MAX_TABLE}", _span(expr))
-            return {y for y in itertools.starmap(expr.f, itertools.product(left, right))
-                    if y is not None}
+            return self._images(expr, expr.f, [expr.fst, expr.snd])
         if isinstance(expr, rasp.Aggregate):
-            values = set(self.of(expr.sop))
             if VALUE_MAP in expr.annotations:
-                values = {y for y in map(expr.annotations[VALUE_MAP], values) if y is not None}
+                values, aliases = self._images(expr, expr.annotations[VALUE_MAP], [expr.sop])
+            else:
+                values, aliases = set(self.of(expr.sop)), dict(self.aliases[expr.sop.label])
             default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
-                return values | ({typed(default)} if default is not None else set())
-            return self._means(expr, values, 0 if default is None else default)
+                return values | ({typed(default)} if default is not None else set()), aliases
+            return self._means(expr, _with_members(values, aliases),
+                               0 if default is None else default), {}
         raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
 
-    def _check_runs(self, expr: rasp.Map) -> None:
-        """A discretising MLP gives every value of a run of near-equal numbers (float sums in
-        different orders: 0.2 and 0.20000000000000004) the same output, since no float64
-        step can separate them. That is right only if the program's function agrees on
-        the run; where it does not, the program's value depends on float rounding, and the
-        model would be wrong on some inputs whatever representative it kept."""
-        for run in self.runs.get(expr.inner.label, []):
-            outputs = [(m, y) for m in run if (y := expr.f(m)) is not None]
-            first = outputs[0][1] if outputs else None
-            for m, y in outputs[1:]:
-                if not _same_value(plain(y), plain(first)):
-                    raise Unsupported(_name(expr), f"its value depends on float rounding: "
-                                      f"{outputs[0][0]!r} and {m!r}, which a compiled model "
-                                      "cannot tell apart (they differ in the last bits), "
-                                      f"give {plain(first)!r} and {plain(y)!r}", _span(expr))
+    def _images(self, expr: rasp.SOp, f: Callable[..., Any], operands: list[rasp.SOp]
+                ) -> tuple[set, dict[Any, frozenset]]:
+        """f's values on the operands' stored values, and what each stands for: f of the
+        members. f of one operand must agree (within validation's tolerance) on the
+        members of a stored value: where it does not, the program's value depends on float
+        rounding, and the model would be wrong on some inputs whatever representative it
+        kept. Of several operands, a disagreement is not refused: the product of their
+        value sets pairs values that never meet at one position (Dyck's depth, a
+        difference of means times indices + 1, is an integer wherever the two meet, but
+        -1/12 x 6 rounds either way), so it may be infeasible; validation checks those."""
+        stored = [self.of(op) for op in operands]
+        aliased = [self.aliases[op.label] for op in operands]
+        values: set = set()
+        aliases: dict[Any, set] = {}
+        for combo in itertools.product(*stored):
+            y = f(*combo)
+            if y is not None:
+                values.add(y)
+            if not any(v in a for v, a in zip(combo, aliased)):
+                continue
+            for members in itertools.product(*(a.get(v, (v,)) for v, a in zip(combo, aliased))):
+                image = f(*members)
+                # a bool and the number it equals (a mean of one bool): one stored value,
+                # which the blocks reading it must treat alike (check_select, check_output)
+                if not _same_value(plain(image), plain(y), exact_type=False):
+                    if len(combo) > 1:
+                        continue
+                    raise Unsupported(_name(expr), _depends(combo[0], members[0],
+                                                            f"give {plain(y)!r} and "
+                                                            f"{plain(image)!r}"), _span(expr))
+                if y is not None and image != y:
+                    aliases.setdefault(y, {y}).add(image)
+        return values, {y: frozenset(m) for y, m in aliases.items()}
+
+    def check_select(self, select: rasp.Select) -> None:
+        """Refuse a select that a stored value cannot decide: one whose members are
+        selected differently (`select(m, 0.4, <=)` where m may be 0.4 or
+        0.4000000000000001), naming the two values and the select's location. Where
+        every member gives the same answer against every value of the other side, the
+        select table decided on the stored values is exact."""
+        keys, queries = select.keys, select.queries
+        key_values, query_values = self.of(keys), self.of(queries)
+        key_aliases, query_aliases = self.aliases[keys.label], self.aliases[queries.label]
+        pairs = itertools.chain(
+            ((k, q) for k in key_aliases for q in query_values),
+            ((k, q) for q in query_aliases for k in key_values if k not in key_aliases))
+        for k, q in pairs:
+            answers = {(t, s): bool(select.predicate(t, s))
+                       for t in self.members(keys, k) for s in self.members(queries, q)}
+            if len(set(answers.values())) > 1:
+                raise Unsupported(_name(select), _split_selection(answers, select),
+                                  _span(select))
+
+    def check_output(self, expr: rasp.SOp) -> None:
+        """A categorical output must be one value for all the values its stored value
+        stands for (a gather of a mean that may be False or 0 gives the model's 0)."""
+        if not rasp.is_categorical(expr):
+            return  # numbers are compared as numbers (a bool as 0 or 1)
+        for value, members in self.aliases[expr.label].items():
+            for member in members:
+                if not _same_value(plain(member), plain(value)):
+                    raise Unsupported(_name(expr), _depends(value, member, "so it outputs "
+                                      "one of them for both"), _span(expr))
 
     def _means(self, expr: rasp.Aggregate, values: set, default: Any) -> set:
         """All means of 1..max_len selected values, and the empty row's default, as
-        rasp-sim computes them: sum(selected) * 1.0 / width."""
+        rasp-sim computes them: sum(selected) * 1.0 / width (a bool adds as 0 or 1; one
+        selected value is itself, a bool kept as a Flag, apart from the 0 or 1 it equals)."""
+        values = {plain(v) for v in values}
         out: set = {default}
         sums: set = {0}
         for width in range(1, self.max_len + 1):
             if len(sums) * len(values) > MAX_TABLE:
-                raise Unsupported(_name(expr), "its mean takes too many distinct values to "
-                                  "discretise; compile it without a later numerical map",
-                                  _span(expr))
+                raise Unsupported(_name(expr), "its mean takes too many distinct values "
+                                  f"to enumerate (over {MAX_TABLE:,} sums), and a block that "
+                                  "reads it needs them all: a map, select or gather of a "
+                                  "mean is a table over its values (means, sums, + and - "
+                                  "of it, and the output, need none)", _span(expr))
             sums = {s + v for s in sums for v in values}
-            out |= {s * 1.0 / width for s in sums} if width > 1 else set(values)
+            out |= {s * 1.0 / width for s in sums} if width > 1 else {typed(v) for v in values}
         return out
+
+
+def _split_selection(answers: dict[tuple[Any, Any], bool], select: rasp.Select) -> str:
+    """Why a select cannot be decided on merged values: two members of one side that one
+    value of the other side selects differently."""
+    keys, queries = select.annotations[SIDES] if SIDES in select.annotations else ("", "")
+    of = {"key": f" of {keys}" if keys else "", "query": f" of {queries}" if queries else ""}
+    for (t, s), answer in answers.items():
+        for (t2, s2), other in answers.items():
+            if other == answer or (s2 != s and t2 != t):
+                continue
+            side, (a, b), against = ("key", (t, t2), s) if s2 == s else ("query", (s, s2), t)
+            other_side = "query" if side == "key" else "key"
+            versus = (f" against the {other_side} value {plain(against)!r}{of[other_side]}"
+                      if of[other_side] else "")
+            return (f"its selection depends on float rounding: the {side} values "
+                    f"{plain(a)!r} and {plain(b)!r}{of[side]}, which a compiled model cannot "
+                    f"tell apart (they differ in the last bits), are selected differently"
+                    f"{versus}")
+    raise AssertionError("two answers differ, so two that share a key or a query differ")
+
+
+def _depends(a: Any, b: Any, outcome: str) -> str:
+    """Why a block's value depends on which of two merged values a and b it reads."""
+    if isinstance(plain(a), bool) != isinstance(plain(b), bool):
+        return (f"its value depends on the type of a mean: {plain(a)!r} and {plain(b)!r} (a "
+                "mean of one bool is that bool, of several a number), which a compiled model "
+                f"carries as one number, {outcome}")
+    return (f"its value depends on float rounding: {plain(a)!r} and {plain(b)!r}, which a "
+            f"compiled model cannot tell apart (they differ in the last bits), {outcome}")
+
+
+def _with_members(values: set, aliases: dict[Any, frozenset]) -> set:
+    """Every value that the stored `values` stand for."""
+    return set(values).union(*aliases.values())
+
+
+def _merged(values: set, aliases: dict[Any, frozenset]) -> tuple[set, dict[Any, frozenset]]:
+    """A numerical s-op's values as grid points: one stored value (the smallest, a plain
+    number) per run of near-equal numbers, standing for every number of the run; a bool
+    (a mean of one bool, kept as a Flag) is a member apart from the 0 or 1 it equals."""
+    runs = close_runs(_with_members(values, aliases))
+    return ({plain(run[0]) for run in runs},
+            {plain(run[0]): frozenset(run) for run in runs if len(run) > 1})
 
 
 # Numbers closer than this (relative) are one grid point: float sums in different orders
@@ -171,10 +285,14 @@ MERGE_TOLERANCE = 1e-9
 MAX_EXACTNESS = 1e6
 
 
-def _same_value(a: Any, b: Any) -> bool:
-    """Equal, or numbers within validation's tolerance (1e-9 relative): what validation
-    accepts as the same output."""
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+def _same_value(a: Any, b: Any, exact_type: bool = True) -> bool:
+    """Equal, or numbers within validation's tolerance (1e-9 relative), tuples element by
+    element: what validation accepts as the same output. Without `exact_type` a bool is
+    the number it equals (False and 0: the same number in a numerical direction)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_value(x, y, exact_type) for x, y in zip(a, b))
+    numbers = all(isinstance(v, (int, float)) and (not exact_type or not isinstance(v, bool))
+                  for v in (a, b))
     if numbers:
         return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(b))
     return a == b and type(a) is type(b)
@@ -183,17 +301,14 @@ def _same_value(a: Any, b: Any) -> bool:
 def close_runs(values: Iterable[Any]) -> list[list[Any]]:
     """The values in sorted runs of numbers each within MERGE_TOLERANCE of the previous."""
     runs: list[list[Any]] = []
-    for v in sorted(values):
-        if runs and abs(v - runs[-1][-1]) <= MERGE_TOLERANCE * max(1.0, abs(v)):
+    # by value, a number before the bool (Flag) it equals: a run's first is a number
+    for v in sorted(values, key=lambda v: (float(v), isinstance(v, Flag))):
+        x = float(v)
+        if runs and abs(x - float(runs[-1][-1])) <= MERGE_TOLERANCE * max(1.0, abs(x)):
             runs[-1].append(v)
         else:
             runs.append([v])
     return runs
-
-
-def merge_close(values: Iterable[Any]) -> set:
-    """One representative (the smallest) of every run of numbers within MERGE_TOLERANCE."""
-    return {run[0] for run in close_runs(values)}
 
 
 def needs_value_set(graph: nx.DiGraph, node_id: str) -> bool:
@@ -205,11 +320,16 @@ def needs_value_set(graph: nx.DiGraph, node_id: str) -> bool:
 
 
 def annotate_graph(graph: nx.DiGraph, value_sets: ValueSets) -> float:
-    """Set VALUE_SET and OUTPUT_BASIS on every s-op node; return the MLP exactness L that
+    """Set VALUE_SET and OUTPUT_BASIS on every s-op node, check that every select can be
+    decided on stored values (ValueSets.check_select); return the MLP exactness L that
     makes every discretising MLP exact on its grid (half the smallest gap >= 2/L)."""
     smallest_gap = math.inf
     for node_id in graph.nodes:
         expr = graph.nodes[node_id][nodes.EXPR]
+        # a softmax pick's select is no graph node (continuous.SoftmaxPick.children)
+        select = expr if isinstance(expr, rasp.Select) else getattr(expr, "select", None)
+        if isinstance(select, rasp.Select):
+            value_sets.check_select(select)
         if not isinstance(expr, rasp.SOp):
             continue
         values = value_sets.of(expr) if needs_value_set(graph, node_id) else None

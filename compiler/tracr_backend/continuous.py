@@ -35,7 +35,7 @@ from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
 from .atoms import NOT_CONSTANT, atom_function
-from .bases import ValueSets, plain
+from .bases import ValueSets, plain, typed
 from .checks import MAX_TABLE, Unsupported, describe
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
@@ -211,7 +211,28 @@ class ContinuousLowering:
         for assignment in region.assignments:
             env = dict(zip((id(b) for b in bases), assignment))
             region.values.append(self._value(root, inside, env, {}, region))
+        self._check_merged(root, inside, region)
         return region
+
+    def _check_merged(self, root: g.Map, inside: set[int], region: Region) -> None:
+        """The region is built on the stored values of its categorical inputs; one that
+        stands for several near-equal floats (ValueSets.members) must give the same
+        polynomial for each of them, or the model is wrong on some inputs."""
+        sops = [self.as_encoding(b, CAT) for b in region.bases]
+        for assignment, value in zip(region.assignments, region.values):
+            choices = [[plain(m) for m in self.value_sets.members(sop, typed(v))]
+                       for sop, v in zip(sops, assignment)]
+            if all(len(c) == 1 for c in choices):
+                continue
+            for members in itertools.product(*choices):
+                env = dict(zip((id(b) for b in region.bases), members))
+                other = self._value(root, inside, env, {}, region)
+                if not _same_region_value(value, other):
+                    shown = (lambda t: t[0]) if len(members) == 1 else (lambda t: t)
+                    raise Unsupported(describe(root), "its value depends on float rounding: "
+                                      f"{shown(assignment)!r} and {shown(members)!r}, which a "
+                                      "compiled model cannot tell apart (they differ in the "
+                                      "last bits), give different results", root.span)
 
     def _collect_bases(self, node: g.Map, inside: set[int], bases: list[g.SOp],
                        seen: set[int]) -> None:
@@ -318,6 +339,15 @@ class ContinuousLowering:
                               "fixed width k (set --min-len to the length the program needs)",
                               node.span)
         return widths.pop() if widths else 1
+
+
+def _same_region_value(a: Any, b: Any) -> bool:
+    """Equal region values: polynomials with the same monomials and coefficients within
+    validation's tolerance (1e-9 relative), else equal values."""
+    if isinstance(a, Poly) and isinstance(b, Poly):
+        return a.terms.keys() == b.terms.keys() and all(
+            abs(c - b.terms[m]) <= 1e-9 * max(1.0, abs(c)) for m, c in a.terms.items())
+    return a is b or (type(a) is type(b) and a == b)
 
 
 def _single_leaf(value: Any, region: Region) -> g.Node | None:

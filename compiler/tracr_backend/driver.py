@@ -67,7 +67,7 @@ from rasp_sim import graph as g  # noqa: E402
 from rasp_sim import semantics  # noqa: E402
 from rasp_sim.errors import CompileError, RaspError  # noqa: E402
 
-from ..weights import AttentionBlock, Transformer, load, save  # noqa: E402
+from ..weights import AttentionBlock, Transformer, WeightsError, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
 from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: for the CLI)
 from .pipeline import Compiled, compile_graph  # noqa: E402
@@ -89,6 +89,12 @@ class ValidationFailed(CompileError):
     """The compiled model disagrees with the interpreter (or tracr) on some input."""
 
     kind = "validation failed"
+
+
+class VerifyFailed(ValidationFailed):
+    """`verify`: a model file disagrees with a program on some input."""
+
+    kind = "verify failed"
 
 
 @dataclass
@@ -280,13 +286,27 @@ def _failure(report: Report, remedy: str = CLI_REMEDY) -> ValidationFailed:
                             f"interpreter fails on all {report.undefined}); nothing to validate")
 
 
+def compile_seed(weights: Transformer) -> int:
+    """The seed of the sample the compile validated on (0, the default, where the record
+    predates it); a WeightsError if the file holds something else there."""
+    validation = compile_info(weights).get("validation")
+    seed = validation.get("seed", 0) if isinstance(validation, dict) else 0
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise WeightsError(f"metadata.{COMPILE_KEY}.validation.seed: expected an integer, "
+                           f"got {seed!r}")
+    return seed
+
+
 def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int | None = None,
-           seed: int = 0, progress: bool = False) -> Report:
+           seed: int | None = None, progress: bool = False) -> Report:
     """Re-run the validation of a weights file (or loaded weights) against a program
-    (NumPy and interpreter). Whether the file says validated is the caller's concern
-    (`runtime.load_compiled`)."""
+    (NumPy and interpreter). A sampled domain is drawn with `seed`, by default the
+    compile's seed + 1: a sample independent of the one the compile checked. Whether the
+    file says validated is the caller's concern (`runtime.load_compiled`)."""
     weights = path if isinstance(path, Transformer) else load(path)
     info = compile_info(weights)
+    if seed is None:
+        seed = compile_seed(weights) + 1
     if info["tokens_kind"] == NUMERIC:
         low, high = info["token_range"]
         domain = NumericDomain(info["min_len"], info["max_len"], low, high)
@@ -296,6 +316,11 @@ def verify(path: str | Path | Transformer, root: g.SOp, *, samples: int | None =
         report = validate(root, weights, info["vocab"], info["max_len"],
                           samples=samples or DEFAULT_SAMPLES,
                           seed=seed, progress=progress, min_len=info.get("min_len", 1))
+    if report.disagreement is not None:
+        drawn = "every input" if report.seed is None else f"a sample, seed {report.seed}"
+        raise VerifyFailed(f"the model disagrees with the program "
+                           f"{report.disagreement.describe()} (verify checked {drawn})")
     if not report.ok:
-        raise _failure(report)
+        raise VerifyFailed(f"the program fails on every input checked ({report.undefined}): "
+                           "none is in its domain, so there is nothing to compare")
     return report

@@ -120,6 +120,7 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     graph = extracted.graph
     exactness = annotate_graph(graph, translation.value_sets)
     sink = graph.nodes[extracted.sink[nodes.ID]]
+    translation.value_sets.check_output(sink[nodes.EXPR])
     if rasp.is_categorical(sink[nodes.EXPR]) and not sink[nodes.VALUE_SET]:
         raise Unsupported("the program", "gives no value on any input of the domain (the "
                           "interpreter fails on every one): there is nothing to compile",

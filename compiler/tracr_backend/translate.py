@@ -37,7 +37,8 @@ from rasp_sim.errors import RaspError
 
 from . import patterns
 from .atoms import NOT_CONSTANT, atom_function, total
-from .bases import DEFAULT, SCALE, SIGNED, SPAN, VALUE_MAP, ValueSets, is_numeric_column, plain, typed
+from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, VALUE_MAP, ValueSets, is_numeric_column,
+                    plain, typed)
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
                          SoftmaxPick, poly_bound, positions_coefficient, region_failure,
@@ -431,7 +432,8 @@ class _Translator(ContinuousLowering):
                 return bool(tree(unpack_k(plain(key)), unpack_q(plain(query))))
             except RaspError:
                 return False
-        return _named(rasp.Select(key_sop, query_sop, predicate), sel)
+        sides = tuple(", ".join(describe(n) for n in side) for side in (keys, queries))
+        return _named(rasp.Select(key_sop, query_sop, predicate), sel, **{SIDES: sides})
 
     def _side(self, nodes: list[g.SOp]) -> rasp.SOp:
         if not nodes:  # the predicate ignores this side: any categorical s-op will do

@@ -47,8 +47,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
-from rasp_sim.evaluate import evaluate, evaluate_batch
+from rasp_sim.evaluate import evaluate_defined
 
 from ..weights import Transformer
 from .runtime import NUMERIC_TOLERANCE, run_ids
@@ -63,9 +62,6 @@ EDGE_CASES = ("none", "one", "all")
 POOL_SIZE = 4_096
 # Selector values of the pool are evaluated in chunks of about this many booleans.
 _POOL_CHUNK_CELLS = 2**25
-# A pool chunk on which the program fails is split until this size, then dropped (the
-# pool only proposes candidates; failing inputs are outside the program's domain).
-_POOL_MIN_SPLIT = 16
 
 
 @dataclass
@@ -112,6 +108,7 @@ class Report:
     disagreement: Disagreement | None = None
     seconds: float = 0.0
     coverage: Coverage | None = None  # sampled mode only
+    seed: int | None = None  # of the sample; None where the whole domain was checked
     output_types: set[type] = field(default_factory=set)  # of the interpreter's values
 
     @property
@@ -137,6 +134,8 @@ class Report:
                   "ok": self.ok}
         if self.coverage is not None:
             record["coverage"] = self.coverage.as_metadata()
+        if self.seed is not None:
+            record["seed"] = self.seed
         return record
 
 
@@ -211,36 +210,20 @@ def program_selectors(root: g.SOp) -> list[g.Selector]:
     return [node for node in g.ancestors(root) if isinstance(node, g.Selector)]
 
 
-def _edge_features(selectors: Sequence[g.Selector], inputs: list[list]) -> np.ndarray | None:
-    """(len(inputs), 3 * len(selectors)) bools: on input i, does some query of selector s
-    select no key / one key / every key (column 3 s + case); None if the program fails on
-    the inputs (their selectors are undefined)."""
-    try:
-        values = evaluate_batch(selectors, inputs)
-    except RaspError:
-        return None
+def _features(selectors: Sequence[g.Selector], inputs: list[list]
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(len(defined), 3 * len(selectors)) bools: on the inputs the program is defined on,
+    does some query of selector s select no key / one key / every key (column 3 s +
+    case); and those inputs' positions in `inputs` (the others are left out: failing
+    inputs are outside the program's domain)."""
+    values, defined = evaluate_defined(selectors, inputs)
     n = len(inputs[0])
     columns = []
     for selector in selectors:
-        width = np.broadcast_to(values[selector], (len(inputs), n, n)).sum(axis=2)
+        width = np.broadcast_to(values[selector], (len(defined), n, n)).sum(axis=2)
         columns += [(width == 0).any(axis=1), (width == 1).any(axis=1),
                     (width == n).any(axis=1)]
-    return np.stack(columns, axis=1)
-
-
-def _features(selectors: Sequence[g.Selector], inputs: list[list]
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """(features of the inputs the program is defined on, their indices in `inputs`);
-    a failing chunk is halved down to _POOL_MIN_SPLIT rows, then left out."""
-    features = _edge_features(selectors, inputs)
-    if features is not None:
-        return features, np.arange(len(inputs))
-    if len(inputs) <= _POOL_MIN_SPLIT:
-        return np.zeros((0, 3 * len(selectors)), dtype=bool), np.zeros(0, dtype=np.int64)
-    half = len(inputs) // 2
-    left, left_ids = _features(selectors, inputs[:half])
-    right, right_ids = _features(selectors, inputs[half:])
-    return np.concatenate([left, right]), np.concatenate([left_ids, right_ids + half])
+    return np.stack(columns, axis=1).reshape(len(defined), -1), defined
 
 
 def _greedy_cover(features: np.ndarray, covered: np.ndarray) -> list[int]:
@@ -272,7 +255,7 @@ def structured_inputs(root: g.SOp, vocab: Sequence[Any], max_len: int, seed: int
         if not selectors:
             continue
         pool = np.concatenate([covering, _pool_rows(len(vocab), n, share, rng)])
-        chunk = max(_POOL_MIN_SPLIT, _POOL_CHUNK_CELLS // (n * n * len(selectors)))
+        chunk = max(1, _POOL_CHUNK_CELLS // (n * n * len(selectors)))
         parts = [_features(selectors, [[vocab[i] for i in row] for row in
                                        pool[start:start + chunk].tolist()])
                  for start in range(0, len(pool), chunk)]
@@ -299,15 +282,17 @@ def _batches(rows: dict[int, np.ndarray]) -> Iterator[np.ndarray]:
 
 
 def interpret(root: g.SOp, inputs: list[list]) -> list[list | None]:
-    """The interpreter's outputs; None for inputs on which the program fails (found by
-    splitting the batch, since one failing input fails the whole batch)."""
-    try:
-        return [row[0] for row in evaluate([root], inputs)]
-    except RaspError:
-        if len(inputs) == 1:
-            return [None]
-        half = len(inputs) // 2
-        return interpret(root, inputs[:half]) + interpret(root, inputs[half:])
+    """The interpreter's outputs; None for inputs on which the program fails (found in
+    bulk, one evaluation per length: `evaluate_defined`)."""
+    by_length: dict[int, list[int]] = {}
+    for i, x in enumerate(inputs):
+        by_length.setdefault(len(x), []).append(i)
+    out: list[list | None] = [None] * len(inputs)
+    for positions in by_length.values():
+        values, defined = evaluate_defined([root], [inputs[i] for i in positions])
+        for j, row in zip(defined.tolist(), values[root].tolist()):
+            out[positions[j]] = row
+    return out
 
 
 def agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
@@ -326,15 +311,18 @@ def agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
 
 
 def causal_program(root: g.SOp) -> g.SOp:
-    """What a causal model computes: every selector restricted to keys k <= query q."""
+    """What a causal model computes: the selector of every aggregate, whole, restricted to
+    keys k <= query q. The mask applies to the attention pattern, so to the selector as a
+    head computes it (`not select(...)` does not select later keys), not to each select."""
     copies: dict[int, g.Node] = {}
     positions = g.Indices(name="indices")
     for node in g.ancestors(root):
-        copy = node.with_children([copies[id(child)] for child in node.children()])
-        if isinstance(node, g.Select):
-            copy = g.SelectorAnd(left=cast(g.Selector, copy), right=g.Select(keys=positions, queries=positions,
-                                                          op="<="), span=node.span, name=node.name)
-        copies[id(node)] = copy
+        children = [copies[id(child)] for child in node.children()]
+        if isinstance(node, g.Aggregate):
+            children[0] = g.SelectorAnd(
+                left=cast(g.Selector, children[0]), span=node.selector.span,
+                right=g.Select(keys=positions, queries=positions, op="<="))
+        copies[id(node)] = node.with_children(children)
     return cast(g.SOp, copies[id(root)])
 
 
@@ -368,7 +356,8 @@ def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: i
             coverage.random = count
             count += sum(len(rows) for rows in extra.values())
             batches = itertools.chain(_batches(extra), batches)
-    report = Report(mode, inputs=count, coverage=coverage)
+    report = Report(mode, inputs=count, coverage=coverage,
+                    seed=seed if mode == "sampled" else None)
     bar = tqdm(total=count, desc=f"validating ({mode})", unit="input", disable=not progress,
                leave=False)
     for rows in batches:

@@ -48,7 +48,7 @@ def validate_numeric(root: g.SOp, weights: Transformer, domain: NumericDomain, *
     start = time.perf_counter()
     reference = causal_program(root) if weights.causal else root
     inputs = numeric_inputs(domain, samples, seed)
-    report = Report("sampled (real inputs)", inputs=len(inputs))
+    report = Report("sampled (real inputs)", inputs=len(inputs), seed=seed)
     expected = interpret(reference, inputs)
     got = run_weights(weights, inputs)
     for values, want, have in zip(inputs, expected, got):

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "oracle) and write them to an .npz or .safetensors file. A model that disagrees is "
         "not written (exit 1) unless --force.")
     compile_parser.add_argument("file", help="the .rasp program")
-    add_name_option(compile_parser, "the s-op to compile", required=True)
+    add_name_option(compile_parser, "the s-op to compile (default: the last one assigned)")
     tokens = compile_parser.add_mutually_exclusive_group(required=True)
     tokens.add_argument("--vocab", metavar="V1,V2,...",
                         help="the input vocabulary, comma-separated, as the program's tokens "
@@ -64,39 +64,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compile_parser.add_argument("--check-tracr", action="store_true",
                                 help="also validate against tracr's own assembled model (JAX "
                                 "and haiku: several seconds more)")
-    _add_validation_options(compile_parser)
+    _add_validation_options(compile_parser, seed_help="seed of the random sample (default 0)",
+                            seed_default=0)
     compile_parser.set_defaults(handler=run_compile)
 
     verify_parser = subparsers.add_parser(
         "verify", help="re-run the validation of compiled weights against a program",
         description="Check MODEL (from rasp-sim compile) against the s-op NAME of FILE on "
-        "the domain recorded in the model.")
+        "the domain recorded in the model: every input where the compile checked every "
+        "input, else a new random sample (by default independent of the compile's).")
     verify_parser.add_argument("model", help="the weights (.npz or .safetensors)")
     verify_parser.add_argument("file", help="the .rasp program")
     add_name_option(verify_parser, "the s-op the model computes", required=True)
     add_unvalidated_option(verify_parser)
     add_memory_limit_option(verify_parser, "weights file read, estimated before any work")
-    _add_validation_options(verify_parser)
+    _add_validation_options(verify_parser, seed_default=None, seed_help="seed of the random "
+                            "sample (default: the compile's seed + 1, so that verify draws a "
+                            "sample independent of the one the compile checked)")
     verify_parser.set_defaults(handler=run_verify)
 
 
-def _add_validation_options(parser: argparse.ArgumentParser) -> None:
+def _add_validation_options(parser: argparse.ArgumentParser, seed_help: str,
+                            seed_default: int | None) -> None:
     parser.add_argument("--samples", type=int, default=None, metavar="K",
                         help="random inputs to validate on when the domain has more than "
                         "100000 (default 10000; numeric-token models: 300 per length range, "
                         "their domain is never exhausted)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
+    parser.add_argument("--seed", type=int, default=seed_default, help=seed_help)
     add_json_option(parser)
     add_sandbox_option(parser)
 
 
 def load_sop(file: str, name: str, sandbox: bool) -> SOp:
     """The s-op `name` of the program `file` (a selector is refused)."""
-    node = load_named_node(file, name, sandbox=sandbox)[1]
+    return named_sop(file, name, sandbox)[1]
+
+
+def named_sop(file: str, name: str | None, sandbox: bool) -> tuple[str, SOp]:
+    """(name, s-op) of the program `file`: `name`, or the last name it assigns (as `run`
+    takes it); a selector is refused."""
+    name, node = load_named_node(file, name, sandbox=sandbox)
     if not isinstance(node, SOp):
         raise RaspError(f"'{name}' in {file} is a selector; only s-ops can be compiled",
                         node.span)
-    return node
+    return name, node
 
 
 def _backend():  # type: ignore[no-untyped-def]
@@ -112,7 +123,7 @@ def run_compile(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
-    root = load_sop(args.file, args.name, args.sandbox)
+    name, root = named_sop(args.file, args.name, args.sandbox)
     numeric = None
     if args.numeric_tokens:
         low, high = _token_range(args.token_range)
@@ -128,11 +139,16 @@ def run_compile(args: argparse.Namespace) -> int:
         result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
                                         samples=samples, seed=args.seed,
                                         progress=sys.stderr.isatty(), program=args.file,
-                                        name=args.name, tracr_oracle=args.check_tracr,
+                                        name=name, tracr_oracle=args.check_tracr,
                                         min_len=args.min_len or 1, numeric=numeric)
     except driver.Unsupported as refusal:
-        raise at_call_site(refusal, binding_span(args.file, args.name)) from None
-    output = args.output or f"{args.name}.npz"
+        if numeric is None and driver.tokens_kind(root) == "float":
+            refusal.notes.append("  hint: the program reads tokens_float; --numeric-tokens "
+                                 "compiles it for real-valued tokens (any value in "
+                                 "--token-range, length --max-len) instead of the --vocab "
+                                 "values")
+        raise at_call_site(refusal, binding_span(args.file, name)) from None
+    output = args.output or f"{name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
     summary = {**{k: record[k] for k in ("layers", "heads", "residual_width", "parameters")},
@@ -143,18 +159,36 @@ def run_compile(args: argparse.Namespace) -> int:
         print(json.dumps(summary))
     else:
         v = result.report
-        print(f"{args.name}: {summary['layers']} layers, {summary['heads']} heads, residual "
+        print(f"{name}: {summary['layers']} layers, {summary['heads']} heads, residual "
               f"width {summary['residual_width']}, {summary['parameters']} parameters, "
               f"graph to weights in {summary['compile_seconds']} s")
         checked = (f"{v.mode} on {v.compared} inputs ({v.undefined} outside the program's "
                    f"domain){' with the tracr oracle' if args.check_tracr else ''}, max "
                    f"numerical error {v.max_numeric_error:.3g} -> {output}")
         print(f"validated {checked}" if v.ok else f"UNVALIDATED (--force): checked {checked}")
-    if not result.report.ok:
+    outside = _mostly_outside(result.report.compared, result.report.undefined)
+    if outside:
+        print(outside, file=sys.stderr)
+    if not result.report.ok:  # written only with --force: the model is still wrong
         print(f"warning: written UNVALIDATED (--force): {result.report.disagreement.describe()}"
               if result.report.disagreement else "warning: written UNVALIDATED (--force)",
               file=sys.stderr)
+        return 1
     return 0
+
+
+def _mostly_outside(compared: int, undefined: int) -> str | None:
+    """A warning when more than half of the inputs checked are outside the program's
+    domain (the interpreter fails on them): the model was checked on few inputs, and the
+    declared domain is mostly inputs the program does not take."""
+    checked = compared + undefined
+    if undefined * 2 <= checked:
+        return None
+    return (f"warning: {undefined} of the {checked} inputs checked "
+            f"({100 * undefined / checked:.0f}%) are outside the program's domain (the "
+            f"interpreter fails on them), so the model was checked on {compared} only; "
+            "narrow the declared domain to the inputs the program takes (--min-len for the "
+            "shortest length, --vocab for the tokens)")
 
 
 def _token_range(text: str) -> tuple[float, float]:
@@ -177,11 +211,22 @@ def run_verify(args: argparse.Namespace) -> int:
     model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)
+    compile_seed = driver.compile_seed(model)
     report = driver.verify(model, root, samples=args.samples, seed=args.seed,
                            progress=sys.stderr.isatty())
     if args.json:
-        print(json.dumps(report.as_metadata()))
+        print(json.dumps({**report.as_metadata(), "compile_seed": compile_seed}))
     else:
         print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
-              f"{report.compared} inputs, max numerical error {report.max_numeric_error:.3g}")
+              f"{report.compared} inputs{_sample_note(report.seed, compile_seed)}, max "
+              f"numerical error {report.max_numeric_error:.3g}")
     return 0
+
+
+def _sample_note(seed: int | None, compile_seed: int) -> str:
+    """Which sample verify drew, against the compile's ("" where both checked every input)."""
+    if seed is None:
+        return ""
+    if seed == compile_seed:
+        return f" (seed {seed}: the compile's own sample, so nothing new is checked)"
+    return f" (seed {seed}, independent of the compile's sample, seed {compile_seed})"

@@ -50,8 +50,10 @@ def test_run_weights_and_verify(reverse_model, capsys):
 def test_verify_against_another_program_names_the_first_disagreement(reverse_model, capsys):
     assert main(["verify", str(reverse_model), HISTOGRAM, "--name", "hist"]) == 1
     err = capsys.readouterr().err
-    assert "validation failed" in err and "on input ['a'] at position 0" in err
+    assert err.startswith("verify failed: the model disagrees with the program on input "
+                          "['a'] at position 0")
     assert "the interpreter gives 1" in err and "gives 'a'" in err
+    assert "(verify checked every input)" in err and "written" not in err  # its own words
 
 
 @pytest.mark.parametrize("text, message", [
@@ -110,7 +112,7 @@ def test_a_disagreeing_model_is_not_written_unless_forced(monkeypatch, tmp_path,
     assert "the compiled model disagrees with the program on input" in err
     assert "at position 0" in err and "nothing written" in err
     assert not target.exists()
-    assert main(argv + ["--force"]) == 0
+    assert main(argv + ["--force"]) == 1  # written, but the model is still wrong
     captured = capsys.readouterr()
     assert "written UNVALIDATED" in captured.err
     summary = captured.out.splitlines()[1]
@@ -131,7 +133,10 @@ def test_a_disagreeing_model_is_not_written_unless_forced(monkeypatch, tmp_path,
     assert "NOT validated" in captured.err and json.loads(captured.out)["output"] == [0, 0]
     assert main(["verify", str(target), REVERSE, "--name", "reversed",
                  "--allow-unvalidated"]) == 1
-    assert "validation failed" in capsys.readouterr().err  # verify still finds it wrong
+    assert "verify failed" in capsys.readouterr().err  # verify still finds it wrong
+    assert main(argv + ["--force", "--json"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["validated"] is False and summary["output"] == str(target)
 
 
 def test_compile_without_check_tracr_skips_the_oracle(tmp_path, capsys):
@@ -226,3 +231,77 @@ def test_forward_passes_are_sized_to_the_memory_limit(reverse_model):
     with pytest.raises(RaspResourceError, match=r"one input of 4 tokens needs about [\d,]+ bytes "
                        r"\(width \d+\), above the memory limit of 1,000 bytes; raise it"):
         run_weights(model, inputs, memory_limit=1000)
+
+
+def test_compile_names_the_last_assigned_s_op_by_default(tmp_path, capsys, monkeypatch):
+    source = tmp_path / "two.rasp"
+    source.write_text("x = tokens_int;\nfirst = x + 1;\nsecond = x * 2;\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", str(source), "--vocab", "1,2", "--max-len", "2"]) == 0
+    assert capsys.readouterr().out.startswith("second: ")
+    model = weight_format.load(tmp_path / "second.npz")  # NAME.npz, as with --name
+    assert model.metadata["tracr_compile"]["name"] == "second"
+
+
+def _sampled_model(tmp_path, seed: str) -> tuple[str, Path]:
+    """A model whose domain (10 tokens, lengths 1..5: 111,110 inputs) is sampled."""
+    source = tmp_path / "inc.rasp"
+    source.write_text("x = tokens_int;\ny = x + 1;\n")
+    target = tmp_path / "inc.npz"
+    assert main(["compile", str(source), "--vocab", "0,1,2,3,4,5,6,7,8,9", "--max-len", "5",
+                 "--samples", "300", "--seed", seed, "-o", str(target)]) == 0
+    return str(source), target
+
+
+def test_verify_draws_a_sample_independent_of_the_compiles(tmp_path, capsys):
+    source, target = _sampled_model(tmp_path, "3")
+    assert weight_format.load(target).metadata["tracr_compile"]["validation"]["seed"] == 3
+    capsys.readouterr()
+    assert main(["verify", str(target), source, "--name", "y", "--samples", "300"]) == 0
+    assert "sampled on" in (out := capsys.readouterr().out)
+    assert "(seed 4, independent of the compile's sample, seed 3)" in out
+    assert main(["verify", str(target), source, "--name", "y", "--samples", "300",
+                 "--seed", "3"]) == 0
+    assert "(seed 3: the compile's own sample, so nothing new is checked)" in \
+        capsys.readouterr().out
+    assert main(["verify", str(target), source, "--name", "y", "--samples", "300",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["seed"] == 4 and report["compile_seed"] == 3 and report["ok"] is True
+
+
+def test_verify_failure_names_its_sample(tmp_path, capsys):
+    _, target = _sampled_model(tmp_path, "0")
+    other = tmp_path / "dec.rasp"
+    other.write_text("x = tokens_int;\ny = x - 1;\n")
+    capsys.readouterr()
+    assert main(["verify", str(target), str(other), "--name", "y", "--samples", "300"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("verify failed: the model disagrees with the program on input")
+    assert err.rstrip().endswith("(verify checked a sample, seed 1)")
+
+
+def test_a_domain_mostly_outside_the_program_gets_a_warning(tmp_path, capsys):
+    source = tmp_path / "div.rasp"
+    source.write_text("x = tokens_int;\ny = aggregate(full_s, 10 / x);\n")
+    assert main(["compile", str(source), "--vocab", "0,1,2,3", "--max-len", "5",
+                 "-o", str(tmp_path / "div.npz")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1001 of the 1364 inputs checked (73%) are outside the program's " \
+           "domain" in err
+    assert "--min-len" in err and "--vocab" in err
+    assert main(["compile", str(source), "--vocab", "1,2,3", "--max-len", "5",
+                 "-o", str(tmp_path / "div.npz")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind, hinted", [("tokens_float", True), ("tokens_int", False)])
+def test_a_refused_float_program_is_pointed_to_numeric_tokens(tmp_path, capsys, kind, hinted):
+    source = tmp_path / "s.rasp"
+    source.write_text(f"x = {kind};\ns = sum(select(indices, 2, <), x, 0);\n")
+    assert main(["compile", str(source), "--vocab", "1,2", "--max-len", "3",
+                 "-o", str(tmp_path / "s.npz")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot compile: sum-aggregate 's'" in err
+    assert ("hint: the program reads tokens_float; --numeric-tokens compiles it" in err) \
+        == hinted
