@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rasp_sim.atomic_write import replacing
 from rasp_sim.errors import RaspResourceError
 
 from .weights_format import WeightsError
@@ -284,18 +285,20 @@ def check_memory(arrays: dict[str, ArrayInfo], header_size: int, limit: int) -> 
 
 
 def write(path: str | Path, header: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write `arrays` and the JSON `header`: safetensors for a .safetensors suffix, else
-    an .npz archive written to exactly `path` (np.savez would append .npz to a path
-    without it)."""
-    if is_safetensors(path):
-        from safetensors.numpy import save_file
+    """Write `arrays` and the JSON `header` atomically (rasp_sim/atomic_write.py: the old
+    file or the new one whole, never a partial one): safetensors for a .safetensors
+    suffix, else an .npz archive written to exactly `path` (np.savez would append .npz to
+    a path without it). An unwritable path or a full disk raises OSError."""
+    with replacing(path) as handle:
+        if is_safetensors(path):
+            from safetensors.numpy import save
 
-        open(path, "wb").close()  # an unwritable path fails with OSError, as for .npz
-        save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(path),
-                  metadata={SAFETENSORS_KEY: header})
-        return
-    members: dict[str, Any] = {**arrays,
-                               NPZ_HEADER: np.frombuffer(header.encode("utf-8"), dtype=np.uint8)}
-    with open(path, "wb") as handle:
+            # serialised in memory and written by Python, not by save_file: a failed write
+            # is then an OSError with its errno (save_file's is a SafetensorError), and
+            # the file gets the same permissions as an .npz (save_file's are 0600)
+            handle.write(save({name: np.ascontiguousarray(a) for name, a in arrays.items()},
+                              metadata={SAFETENSORS_KEY: header}))
+            return
+        members: dict[str, Any] = {**arrays, NPZ_HEADER: np.frombuffer(header.encode("utf-8"),
+                                                                         dtype=np.uint8)}
         np.savez(handle, **members)
-

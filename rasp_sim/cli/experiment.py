@@ -18,6 +18,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..atomic_write import write_text
 from .options import add_json_option, positive
 
 
@@ -94,8 +95,8 @@ def handle(args: argparse.Namespace) -> int:
                "runs": len(configs), "rows": rows,
                "failures": failures, "plots": plots}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "table.md").write_text(markdown_table(rows))
+    write_text(out / "summary.json", json.dumps(summary, indent=1))
+    write_text(out / "table.md", markdown_table(rows))
     if args.json:
         print(json.dumps(summary, indent=1))
     else:

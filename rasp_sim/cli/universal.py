@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..atomic_write import replacing
 from ..errors import RaspError
 from . import UsageError
 from .options import (
@@ -77,7 +78,7 @@ def _write(path: str, write: Callable[[str], None]) -> None:
 
 
 def _save_array(path: str, matrix: np.ndarray) -> None:
-    with open(path, "wb") as handle:  # np.save(path) would append .npy to a bare name
+    with replacing(path) as handle:  # np.save(path) would append .npy to a bare name
         np.save(handle, matrix, allow_pickle=False)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic_write import write_text
 from .backbones import VARIANTS
 
 RESULT = "result.json"
@@ -29,7 +30,7 @@ REPORTED = {
 def write_result(directory: Path, result: dict) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RESULT
-    path.write_text(json.dumps(result, indent=1))
+    write_text(path, json.dumps(result, indent=1))
     return path
 
 

@@ -9,7 +9,6 @@ from its checkpoint bit for bit.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from rasp_sim.atomic_write import replacing  # noqa: E402
 from rasp_sim.compiler import forward  # noqa: E402
 from rasp_sim.compiler.weights import SparseMatrix, as_dense  # noqa: E402
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
@@ -151,12 +151,10 @@ class Trainer:
         header = {"config": self.config.to_dict(), "step": self.step, "curves": self.curves,
                   "elapsed": self.elapsed, "rng": self.rng.bit_generator.state}
         path = directory / CHECKPOINT
-        tmp = directory / (CHECKPOINT + ".tmp")
-        with open(tmp, "wb") as handle:  # write then rename: a crash never leaves half a file
-            arrays: dict[str, Any] = {f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+        arrays: dict[str, Any] = {f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+        with replacing(path) as handle:  # a crash never leaves half a checkpoint
             np.savez(handle, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8),
                      **arrays)
-        os.replace(tmp, path)
         return path
 
     def load_checkpoint(self, directory: Path) -> None:
