@@ -48,6 +48,7 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command Ctrl-C stopped
 
 
 class UsageError(Exception):
@@ -156,10 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(parser, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as error:  # noqa: BLE001: the last resort; every known error is handled below
+        if _raised_while_interrupted(error):
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if debug:
             traceback.print_exc()
         print(f"rasp-sim: {unexpected_error_message(error)}", file=sys.stderr)
@@ -179,6 +183,20 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             traceback.print_exc()
         print(error.format(), file=sys.stderr)
         return EXIT_PROGRAM_ERROR
+
+
+def _raised_while_interrupted(error: BaseException) -> bool:
+    """Whether `error` was raised while handling a KeyboardInterrupt: a library that
+    catches what a Ctrl-C interrupted and raises its own error (lark wraps exceptions
+    raised while it builds its parser) was interrupted, not broken."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def unexpected_error_message(error: BaseException) -> str:
