@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from typing import NamedTuple, Sequence
+from contextlib import contextmanager
+from typing import Iterator, NamedTuple, Sequence
 
 from ..errors import RaspError
 
@@ -154,7 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         one_blas_thread_unless_needed(command)
         parser = build_parser(command)
         args = parser.parse_args(join_dash_values(argv, parser))
-        return _run(parser, args)
+        with _remembering_interrupts() as seen:
+            code = _run(parser, args)
+        if seen and not getattr(args, "handles_interrupts", False):
+            raise KeyboardInterrupt  # one that a library swallowed: still an interruption
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -183,6 +190,30 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             traceback.print_exc()
         print(error.format(), file=sys.stderr)
         return EXIT_PROGRAM_ERROR
+
+
+@contextmanager
+def _remembering_interrupts() -> Iterator[list[bool]]:
+    """SIGINT raises KeyboardInterrupt as usual, and is also remembered (the list yielded
+    becomes non-empty): a KeyboardInterrupt raised inside a callback the interpreter
+    ignores (JAX's garbage-collection callback, while jax imports) is otherwise lost, and
+    the interrupted command ran on to exit 0. Only the main thread can set the handler;
+    a SIGINT that is ignored stays ignored."""
+    seen: list[bool] = []
+
+    def remember(signum: int, frame: object) -> None:
+        seen.append(True)
+        raise KeyboardInterrupt
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+        yield seen
+        return
+    previous = signal.signal(signal.SIGINT, remember)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _raised_while_interrupted(error: BaseException) -> bool:
