@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from cli_helpers import run_cli, write
-from rasp_sim.cli import COMMANDS, build_parser
+from rasp_sim.cli import COMMANDS, build_parser, main
 from rasp_sim.cli.run import NOT_FOR_WEIGHTS
 from rasp_sim.text import short_repr
 
@@ -113,3 +113,21 @@ def test_building_any_command_parser_stays_light(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=tmp_path)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", [
+    ["draw", "{dir}/p.rasp", "--name", "x", "-o", "{dir}/./p.rasp"],
+    ["compile", "{dir}/p.rasp", "--name", "x", "--vocab", "1,2", "--max-len", "2",
+     "-o", "{dir}/p.rasp"],
+    ["universal", "build", "--like", "{dir}/p.rasp", "-o", "{dir}/p.rasp"],
+    ["universal", "embed", "{dir}/t.npz", "--ut", "{dir}/p.rasp", "-o", "{dir}/p.rasp"],
+])
+def test_an_output_that_is_an_input_is_refused_before_work(tmp_path, capsys, command):
+    source = tmp_path / "p.rasp"
+    source.write_text("x = tokens_int + 1;\n")
+    argv = [part.format(dir=tmp_path) for part in command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: -o {argv[-1]}: is the input file " in err
+    assert "writing it would destroy the input; choose another output path" in err
+    assert source.read_text() == "x = tokens_int + 1;\n"

@@ -15,7 +15,7 @@ from ..graph import SOp
 from . import UsageError
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option,
+    add_unvalidated_option, refuse_overwriting_input,
 )
 from .program import at_call_site, binding_span, load_named_node
 
@@ -111,6 +111,8 @@ def _backend():  # type: ignore[no-untyped-def]
 def run_compile(args: argparse.Namespace) -> int:
     if args.samples is not None and args.samples < 1:
         raise UsageError("--samples must be at least 1")
+    output = args.output or f"{args.name}.npz"
+    refuse_overwriting_input(output, args.file)
     driver = _backend()
     root = load_sop(args.file, args.name, args.sandbox)
     numeric = None
@@ -132,7 +134,6 @@ def run_compile(args: argparse.Namespace) -> int:
                                         min_len=args.min_len or 1, numeric=numeric)
     except driver.Unsupported as refusal:
         raise at_call_site(refusal, binding_span(args.file, args.name)) from None
-    output = args.output or f"{args.name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
     summary = {**{k: record[k] for k in ("layers", "heads", "residual_width", "parameters")},

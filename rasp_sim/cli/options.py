@@ -6,6 +6,7 @@ Only argparse and the standard library here: every subcommand's parser imports i
 from __future__ import annotations
 
 import argparse
+import os
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Mapping
 
@@ -150,3 +151,18 @@ def refuse_options(args: argparse.Namespace, why_not: Mapping[str, str], mode: s
         if getattr(args, dest) not in (None, False):
             flag = "--" + dest.replace("_", "-")
             raise UsageError(f"{flag} does not apply to {mode} ({why})")
+
+
+def refuse_overwriting_input(output: str, *inputs: str | None) -> None:
+    """-o may not name one of the command's input files: writing it would destroy the
+    input (UsageError, exit 2, before any work)."""
+    for given in inputs:
+        if given is None:
+            continue
+        try:
+            same = os.path.samefile(output, given)
+        except OSError:  # either does not exist (yet): compare the paths themselves
+            same = os.path.realpath(output) == os.path.realpath(given)
+        if same:
+            raise UsageError(f"-o {output}: is the input file {given}; writing it would "
+                             "destroy the input; choose another output path")

@@ -32,7 +32,7 @@ from ..errors import RaspError
 from . import UsageError
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
-    positive,
+    positive, refuse_overwriting_input,
 )
 
 
@@ -60,8 +60,10 @@ def _output_options(parser: argparse.ArgumentParser, what: str) -> None:
     add_memory_limit_option(parser, "working set, estimated before any work")
 
 
-def _check_output(path: str) -> None:
-    """-o names a file in an existing folder (checked before the work, not after it)."""
+def _check_output(path: str, *inputs: str | None) -> None:
+    """-o names a file in an existing folder, none of the command's `inputs` (checked
+    before the work, not after it)."""
+    refuse_overwriting_input(path, *inputs)
     folder = Path(path).parent
     if Path(path).is_dir():
         raise UsageError(f"-o {path}: is a folder; give a file name")
@@ -155,7 +157,7 @@ def build(args: argparse.Namespace) -> int:
 
     if args.m is not None and args.random is None:
         raise UsageError("--m only applies to random universal transformers (--random SEED)")
-    _check_output(args.output)
+    _check_output(args.output, args.like)
     shape = _shape_like(args)
     check_tied(shape, args.tied)
     kind = "sparse" if args.random is None else "random"
@@ -242,7 +244,7 @@ def _embedding_facts(embedding, seconds: float) -> dict[str, Any]:
 
 
 def embed_command(args: argparse.Namespace) -> int:
-    _check_output(args.output)
+    _check_output(args.output, args.target, args.ut)
     embedding, seconds = _embed(args, _load(args))
     _write(args.output, lambda path: _save_array(path, embedding.matrix))
     _emit({**_embedding_facts(embedding, seconds), "output": args.output}, args.json)

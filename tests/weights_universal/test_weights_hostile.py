@@ -239,3 +239,33 @@ def test_run_weights_reads_within_its_memory_limit(tmp_path, capsys):
     assert main(["run", "--weights", str(tmp_path / "bad.npz"), "--input", "ab"]) == 1
     assert capsys.readouterr().err == (f"weights error: {tmp_path / 'bad.npz'}: causal: expected "
                                        "true or false, got 'no'\n")
+
+
+def test_a_version_1_file_is_never_trusted_as_validated(tmp_path):
+    """Version 1 has no hash, so its `validated` flag may have been edited: it is refused
+    unless --allow-unvalidated, which says why."""
+    header, arrays = stored(tmp_path)
+    header.update(version=1)
+    del header["sha256"]
+    path = write_npz(tmp_path / "v1.npz", header, arrays)
+    why = ("a version-1 file: it has no hash, so nothing guards its 'validated' flag; compile "
+           "the program again for a checked file")
+    with pytest.raises(WeightsError) as info:
+        load_compiled(path)
+    assert str(info.value) == (f"weights error: {path}: the model is not validated ({why}); "
+                               "--allow-unvalidated uses it anyway")
+    assert load_compiled(path, allow_unvalidated=True)[1] == (
+        f"warning: {path} is NOT validated ({why}); its outputs may be wrong")
+
+
+@pytest.mark.parametrize("outer, recorded", [(True, False), (False, True)])
+def test_validated_flags_that_disagree_are_refused(tmp_path, outer, recorded):
+    model = token_model(validated=recorded)
+    save(model.replace(metadata={**model.metadata, "validated": outer}), tmp_path / "c.npz")
+    with pytest.raises(WeightsError) as info:
+        load_compiled(tmp_path / "c.npz", allow_unvalidated=True)
+    assert str(info.value) == (
+        f"weights error: {tmp_path / 'c.npz'}: its metadata says validated: "
+        f"{str(outer).lower()} but its compile record says validated: "
+        f"{str(recorded).lower()}; the file was edited or is corrupt: compile the program "
+        "again")
