@@ -269,3 +269,19 @@ def test_validated_flags_that_disagree_are_refused(tmp_path, outer, recorded):
         f"{str(outer).lower()} but its compile record says validated: "
         f"{str(recorded).lower()}; the file was edited or is corrupt: compile the program "
         "again")
+
+
+@pytest.mark.filterwarnings("error")  # a NumPy RuntimeWarning would fail the test
+def test_an_overflowing_forward_pass_is_an_error_naming_the_block(tmp_path, capsys):
+    """Weights near the float64 limit: the MLP's hidden layer overflows to inf. That was
+    printed as a decoded answer with exit 0 and a RuntimeWarning on stderr."""
+    from rasp_sim.cli import main
+
+    huge = MLPBlock(np.full((D, 2), 1e308), np.zeros(2), np.ones((2, D)), np.zeros(D))
+    save(token_model().replace(layers=(huge,)), tmp_path / "m.npz")
+    assert main(["run", "--weights", str(tmp_path / "m.npz"), "--input", "ab"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("weights error: block 0 (MLP): the forward pass overflowed (an "
+                            "infinite or nan value in the residual stream): the weights or "
+                            "inputs are too large for float64\n")
