@@ -76,14 +76,32 @@ def read_npy_header(stream, size: int, what: str) -> tuple[ArrayInfo, bool]:
     return info, fortran
 
 
-def _read_exactly(stream, info: ArrayInfo, fortran: bool, what: str) -> np.ndarray:
-    buffer = bytearray(info.nbytes)
-    view, done = memoryview(buffer), 0
-    while done < len(buffer):
-        count = stream.readinto(view[done:])
-        if not count:
-            raise WeightsError(f"{what}: truncated ({done:,} of {len(buffer):,} bytes)")
-        done += count
+_CHUNK = 1 << 20  # bytes read at a time from a stream whose real size is unknown
+
+
+def _read_exactly(stream, info: ArrayInfo, fortran: bool, what: str,
+                  size_known: bool = True) -> np.ndarray:
+    """The array's data from `stream`. `size_known`: the stream's real size was checked
+    against `info` (a file's size, a stored zip member's size within the file), so its
+    buffer is allocated at once; otherwise (a compressed member, whose real size shows only
+    when it is decompressed) the buffer grows with the bytes that really arrive, so a
+    header that lies about the size costs no more memory than the data behind it."""
+    if size_known:
+        buffer = bytearray(info.nbytes)
+        view, done = memoryview(buffer), 0
+        while done < len(buffer):
+            count = stream.readinto(view[done:])
+            if not count:
+                raise WeightsError(f"{what}: truncated ({done:,} of {len(buffer):,} bytes)")
+            done += count
+    else:
+        buffer = bytearray()
+        while len(buffer) < info.nbytes:
+            chunk = stream.read(min(_CHUNK, info.nbytes - len(buffer)))
+            if not chunk:
+                raise WeightsError(f"{what}: truncated ({len(buffer):,} of {info.nbytes:,} "
+                                   "bytes)")
+            buffer += chunk
     array = np.frombuffer(buffer, dtype=DTYPES[info.dtype])
     return array.reshape(info.shape, order="F" if fortran else "C")
 
@@ -171,6 +189,7 @@ class NpzContainer(Container):
         with _open(path) as handle:
             if handle.read(len(ZIP_MAGIC)) != ZIP_MAGIC:  # every .npz is a zip archive
                 raise WeightsError("not an .npz archive (corrupt or not a weights file)")
+        self._size = Path(path).stat().st_size
         try:
             self._zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, EOFError) as error:
@@ -185,6 +204,14 @@ class NpzContainer(Container):
                 raise WeightsError(f"{member.filename}: an archive member that is not an "
                                    ".npy array")
             name = member.filename[:-len(".npy")]
+            # the sizes the zip directory declares, against the bytes the file holds
+            if member.header_offset + member.compress_size > self._size:
+                raise WeightsError(f"{name}: declares {member.compress_size:,} bytes, more "
+                                   f"than the file's {self._size:,} (corrupt or truncated)")
+            if member.compress_type == zipfile.ZIP_STORED and \
+                    member.file_size != member.compress_size:
+                raise WeightsError(f"{name}: a stored member declaring {member.file_size:,} "
+                                   f"bytes but holding {member.compress_size:,} (corrupt)")
             try:
                 with self._open_member(member) as stream:
                     info, fortran = read_npy_header(stream, member.file_size, name)
@@ -215,7 +242,8 @@ class NpzContainer(Container):
         try:
             with self._open_member(member) as stream:
                 read_npy_header(stream, member.file_size, name)
-                return _read_exactly(stream, info, fortran, name)
+                return _read_exactly(stream, info, fortran, name,
+                                     size_known=member.compress_type == zipfile.ZIP_STORED)
         except ZIP_READ_ERRORS as error:
             raise WeightsError(f"{name}: corrupt or truncated ({error})") from None
 

@@ -285,3 +285,45 @@ def test_an_overflowing_forward_pass_is_an_error_naming_the_block(tmp_path, caps
     assert captured.err == ("weights error: block 0 (MLP): the forward pass overflowed (an "
                             "infinite or nan value in the residual stream): the weights or "
                             "inputs are too large for float64\n")
+
+
+def _declare_uncompressed_size(path, member: str, size: int) -> None:
+    """Patch a zip's local and central headers so that `member` declares `size`
+    uncompressed bytes (what a forged file can say)."""
+    data = bytearray(path.read_bytes())
+    name = member.encode()
+    for signature, size_at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        start = data.find(signature)
+        while start >= 0:
+            name_at = start + (30 if signature == b"PK\x03\x04" else 46)
+            if data[name_at:name_at + len(name)] == name:
+                data[start + size_at:start + size_at + 4] = struct.pack("<I", size)
+            start = data.find(signature, start + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_a_lying_compressed_member_costs_no_more_memory_than_its_data(tmp_path):
+    """A deflated member whose zip and .npy headers both declare 1 GiB and which holds a
+    few bytes: it is read as its bytes arrive, not into a 1 GiB buffer allocated first (a
+    1 GB lie peaked at 990 MB). Measured in a fresh process: its peak memory."""
+    import subprocess
+    import sys
+
+    header, arrays = stored(tmp_path)
+    elements = 2**27  # 1 GiB of float64
+    header["unembed"] = {"dense": [elements, 1]}
+    lying = npy(arrays["unembed"], shape=(elements, 1))
+    path = write_npz(tmp_path / "lie.npz", header, arrays, raw={"unembed": lying},
+                     compress=zipfile.ZIP_DEFLATED)
+    npy_header = len(lying) - arrays["unembed"].nbytes
+    _declare_uncompressed_size(path, "unembed.npy", npy_header + 8 * elements)
+    probe = ("import resource, sys\nfrom rasp_sim.compiler import load_weights\n"
+             "try:\n    load_weights(sys.argv[1])\nexcept Exception as error:\n"
+             "    print(error)\n"
+             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                            text=True, check=True)
+    message, peak_kib = result.stdout.strip().splitlines()
+    assert message.startswith(f"weights error: {path}: unembed: ")
+    assert "corrupt or truncated" in message or "truncated (" in message, message
+    assert int(peak_kib) < 300 * 1024  # Python and NumPy take about 60 MiB; the lie 1 GiB
