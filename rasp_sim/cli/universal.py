@@ -355,23 +355,37 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 
 
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
-    """The s-op to compare with (--program/--name, else the compile record's program file
-    and name when that file is there) and a line saying which; None if there is none."""
+    """The s-op to compare with, and a line saying which program ran: --program/--name,
+    else the compile record's program file and name when that file resolves inside the
+    model's folder (a weights file is untrusted input: it never makes rasp-sim run a
+    program elsewhere); None if there is none."""
     from rasp_sim.compiler import compile_info
 
     from .compile import load_sop
 
+    if args.program:
+        return load_sop(args.program, args.name, args.sandbox), \
+            f"{args.name} ({args.program}, from --program)"
     info = compile_info(model)
-    file, name = args.program, args.name
-    if not file:
-        file, name = info.get("program"), info.get("name")
-        # a weights file is untrusted input: only a .rasp file it names is run
-        if not (isinstance(file, str) and isinstance(name, str) and file.endswith(".rasp")
-                and name and Path(file).is_file()):
-            return None, (f"none: the compile record's program {file!r} is not here; "
-                          "compared with the compiled model only (--program FILE --name NAME "
-                          "adds the interpreter)")
-    return load_sop(file, name, args.sandbox), f"{name} ({file})"
+    file, name = info.get("program"), info.get("name")
+    folder = Path(args.target).resolve().parent
+    found = _inside(folder, file) if isinstance(file, str) else None
+    if found is None or not (isinstance(name, str) and name):
+        return None, (f"none: the compile record's program {file!r} is not in the model's "
+                      f"folder {folder}; compared with the compiled model only (--program "
+                      "FILE --name NAME adds the interpreter)")
+    return load_sop(str(found), name, args.sandbox), f"{name} ({file}, from the compile record)"
+
+
+def _inside(folder: Path, file: str) -> Path | None:
+    """`file` (relative to the model's folder, or absolute), resolved, if it is a .rasp
+    file inside `folder`; else None."""
+    try:
+        path = (folder / file).resolve()  # an absolute `file` replaces the folder
+    except (OSError, ValueError):  # a loop of links, a NUL byte
+        return None
+    inside = path.suffix == ".rasp" and path.is_relative_to(folder) and path.is_file()
+    return path if inside else None
 
 
 DEFAULT_MAX_INPUTS = 100_000  # as many as `rasp-sim compile` validates one by one
