@@ -100,6 +100,11 @@ def _check_tokens(model: Transformer, info: dict[str, Any], where: str) -> None:
         if (token is not None or name == "bos") and token not in encoder.tokens:
             raise WeightsError(f"input_encoder.{name}: {token!r} is not in the vocabulary "
                                "(input_encoder.tokens)")
+    known = {(type(t), t) for t in encoder.tokens}  # by value and type, as vocabulary_ids
+    unknown = [v for v in info["vocab"] if (type(v), v) not in known]
+    if unknown:
+        raise WeightsError(f"{where}.vocab: {unknown[0]!r} is not one of the model's tokens "
+                           "(input_encoder.tokens)")
     if model.token_embed is None:
         raise WeightsError("token_embed: missing (a token model embeds its tokens)")
     if model.token_embed.shape[0] != len(encoder.tokens):

@@ -330,3 +330,34 @@ def test_a_lying_compressed_member_costs_no_more_memory_than_its_data(tmp_path):
     assert message.startswith(f"weights error: {path}: unembed: ")
     assert "corrupt or truncated" in message or "truncated (" in message, message
     assert int(peak_kib) < 300 * 1024  # Python and NumPy take about 60 MiB; the lie 1 GiB
+
+
+def test_a_vocabulary_entry_the_model_has_no_token_for_is_named(tmp_path):
+    """It was a StopIteration (internal error) under verify and universal verify."""
+    save(token_model(vocab=["a", "b", "c"]), tmp_path / "c.npz")
+    with pytest.raises(WeightsError) as info:
+        load_compiled(tmp_path / "c.npz")
+    assert str(info.value) == (f"weights error: {tmp_path / 'c.npz'}: metadata.tracr_compile."
+                               "vocab: 'c' is not one of the model's tokens "
+                               "(input_encoder.tokens)")
+
+
+def test_a_forged_domain_of_10_to_the_15_lengths_is_bounded_before_counting():
+    """A hash-valid record with max_len 10^15 and no position embedding (so nothing else
+    bounds it): universal verify's domain count finishes at once."""
+    from rasp_sim.compiler.tracr_backend.validate import COUNT_CAP, domain_size
+    from rasp_sim.compiler.universal import as_target, check_domain_size
+    from rasp_sim.compiler.universal.errors import UniversalError
+
+    model = token_model(max_len=10**15).replace(pos_embed=None)
+    with pytest.raises(RaspResourceError) as info:
+        check_domain_size(model, 100_000)
+    assert str(info.value) == (
+        f"resource limit: the model's domain has more than {COUNT_CAP:,} inputs (2 tokens, "
+        "lengths 1..1000000000000000), above the limit of 100,000 inputs checked one by one; "
+        "raise it with --max-inputs N")
+    assert domain_size(2, 10**15) == COUNT_CAP + 1 and domain_size(3, 4) == 3 + 9 + 27 + 81
+    assert domain_size(1, 10**15) == 10**15 and domain_size(0, 5) == 0
+    with pytest.raises(UniversalError, match="pos_embed: missing; a compiled token model "
+                                             "embeds positions"):
+        as_target(model)
