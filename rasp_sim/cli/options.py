@@ -18,14 +18,14 @@ _SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10*
                "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
 
 
-def _integer(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an integer >= minimum."""
+def _integer(minimum: int, what: str, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer >= minimum (and <= maximum)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
+        if value is None or value < minimum or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
         return value
     return parse
@@ -33,6 +33,9 @@ def _integer(minimum: int, what: str) -> Callable[[str], int]:
 
 positive = _integer(1, "a positive integer")
 non_negative = _integer(0, "an integer >= 0")
+# a seed a weights file records: its header's integers are at most 2^62
+# (compiler/weights_format.py, MAX_DIMENSION), so a larger one would be written unreadable
+recorded_seed = _integer(0, "an integer from 0 to 2^62", maximum=2**62)
 
 
 def parse_size(text: str) -> int:

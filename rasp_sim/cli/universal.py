@@ -32,7 +32,7 @@ from ..errors import RaspError
 from . import UsageError
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
-    positive, refuse_overwriting_input,
+    positive, recorded_seed, refuse_overwriting_input,
 )
 
 
@@ -407,7 +407,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _shape_options(build_parser, required=False)
     build_parser.add_argument("--tied", action="store_true",
                               help="looped: the same weights in every layer")
-    build_parser.add_argument("--random", type=non_negative, metavar="SEED",
+    build_parser.add_argument("--random", type=recorded_seed, metavar="SEED",
                               help="i.i.d. Gaussian weights from SEED instead of the sparse "
                               "{0,1} construction")
     build_parser.add_argument("--m", type=positive, metavar="M",
@@ -417,7 +417,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     target_parser = commands.add_parser("target", help="write a random target transformer")
     _shape_options(target_parser)
-    target_parser.add_argument("--seed", type=non_negative, required=True, help="random seed")
+    target_parser.add_argument("--seed", type=recorded_seed, required=True, help="random seed")
     _output_options(target_parser, "the target (.npz)")
     target_parser.set_defaults(handler=target)
 
