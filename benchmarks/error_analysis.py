@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from rasp_sim import library
+from rasp_sim.atomic_write import replacing, write_text
 from rasp_sim.evaluate import evaluate
 
 Matrices = list[np.ndarray]
@@ -182,7 +183,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     table = write_table(rows, args)
-    (args.out / "error_analysis.md").write_text(table)
+    write_text(args.out / "error_analysis.md", table)
     print(table)
     if not args.no_plot:
         plot(rows, args.out / "error_analysis.png")
@@ -226,7 +227,8 @@ def plot(rows, path: Path) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("max |RASP - NumPy| (0 drawn at 1e-18)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with replacing(path) as handle:
+        fig.savefig(handle, dpi=120, format="png")
 
 
 if __name__ == "__main__":

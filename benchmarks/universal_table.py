@@ -20,6 +20,7 @@ import time
 # set the variable yourself to override.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from rasp_sim.atomic_write import write_text
 from rasp_sim.compiler.universal.embed import embed
 from rasp_sim.compiler.universal.gaussian import build_random
 from rasp_sim.compiler.universal.paths import constraint_count
@@ -111,8 +112,7 @@ def main() -> None:
             print(f"FAILED: {row}")
     print(markdown(results, args.dim))
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=1)
+        write_text(args.json, json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

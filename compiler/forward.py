@@ -257,26 +257,48 @@ def _final_stream_in_place(model: Transformer, stream: np.ndarray) -> np.ndarray
     (152 MB per pass for nested Dyck-2 on 4096 sequences). The additions are the same
     float64 operations on the same values (up to BLAS's summation order): the results are
     those of residual_stream. The stream is a copy, never the caller's features."""
-    for block in model.layers:
+    _check_finite(stream, "the embedded input")
+    for index, block in enumerate(model.layers):
         cols = _written_columns(block) if block.residual and block.norm is None else None
         if cols is None:
             stream = apply_block(stream, block, model.causal, np)
+            _check_finite(stream, _block_name(index, block))
         elif cols.size:
             narrowed = _narrowed(block, cols)
             stream[..., cols] += (attention(stream, narrowed, model.causal, np)
                                   if isinstance(narrowed, AttentionBlock) else mlp(stream, narrowed, np))
+            _check_finite(stream[..., cols], _block_name(index, block))
     return stream
 
 
+def _block_name(index: int, block: AttentionBlock | MLPBlock) -> str:
+    return f"block {index} ({'attention' if isinstance(block, AttentionBlock) else 'MLP'})"
+
+
+def _check_finite(values: np.ndarray, where: str) -> None:
+    """A value that overflowed (inf) or became nan would decode to some answer: refuse it,
+    naming where it first appeared."""
+    if not np.isfinite(values).all():
+        raise WeightsError(f"{where}: the forward pass overflowed (an infinite or nan value in "
+                           "the residual stream): the weights or inputs are too large for "
+                           "float64")
+
+
 def forward(model: Transformer, inputs: Array, xp: ModuleType = np) -> Array:
-    """Outputs (B, N, c) for features (B, N, d_in) (float) or token ids (B, N) (integer)."""
+    """Outputs (B, N, c) for features (B, N, d_in) (float) or token ids (B, N) (integer).
+    With NumPy, a value that overflows is a WeightsError naming the block where it first
+    appears, and NumPy's floating-point warnings never reach the user."""
+    if xp is not np:
+        return readout(model, residual_stream(model, _embedded(model, inputs, xp), xp)[-1], xp)
+    with np.errstate(all="ignore"):
+        stream = np.array(_embedded(model, inputs, np), dtype=np.float64, order="C")
+        out = readout(model, _final_stream_in_place(model, stream), np)
+        _check_finite(out, "the readout (unembedding)")
+    return out
+
+
+def _embedded(model: Transformer, inputs: Array, xp: ModuleType) -> Array:
     inputs = xp.asarray(inputs)
     if xp.issubdtype(inputs.dtype, xp.integer):
-        stream = embed_tokens(model, inputs, xp)
-    else:
-        stream = embed_features(model, inputs, xp)
-    if xp is np:
-        final = _final_stream_in_place(model, np.array(stream, dtype=np.float64, order="C"))
-    else:
-        final = residual_stream(model, stream, xp)[-1]
-    return readout(model, final, xp)
+        return embed_tokens(model, inputs, xp)
+    return embed_features(model, inputs, xp)

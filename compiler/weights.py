@@ -521,6 +521,13 @@ def load(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Transfor
     array names, dtypes, shapes, a total of at most `memory_limit` bytes) before any array
     is read; a corrupt, truncated, altered or foreign file raises WeightsError naming the
     file and the field, a file over the limit RaspResourceError."""
+    return load_with_version(path, memory_limit)[0]
+
+
+def load_with_version(path: str | Path,
+                      memory_limit: int = DEFAULT_MEMORY_LIMIT) -> tuple[Transformer, int]:
+    """`load`, and the file's format version: 1 has no hash, so nothing in a version-1
+    file (its `validated` flag included) is guarded against edits."""
     try:
         with weights_files.open_weights(path) as stored:
             weights_files.check_memory(stored.arrays, stored.header_size, memory_limit)
@@ -536,7 +543,7 @@ def load(path: str | Path, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> Transfor
         if header["version"] >= 2 and header[HASH_KEY] != weights_digest(header, arrays):
             raise WeightsError("altered or corrupt: the weights' hash does not match the one "
                                "recorded")
-        return model
+        return model, header["version"]
     except RaspError as error:  # WeightsError, or RaspResourceError for the memory limit
         raise in_file(error, path) from None
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rasp_sim.atomic_write import replacing
 from rasp_sim.errors import RaspResourceError
 
 from .weights_format import WeightsError
@@ -75,14 +76,32 @@ def read_npy_header(stream, size: int, what: str) -> tuple[ArrayInfo, bool]:
     return info, fortran
 
 
-def _read_exactly(stream, info: ArrayInfo, fortran: bool, what: str) -> np.ndarray:
-    buffer = bytearray(info.nbytes)
-    view, done = memoryview(buffer), 0
-    while done < len(buffer):
-        count = stream.readinto(view[done:])
-        if not count:
-            raise WeightsError(f"{what}: truncated ({done:,} of {len(buffer):,} bytes)")
-        done += count
+_CHUNK = 1 << 20  # bytes read at a time from a stream whose real size is unknown
+
+
+def _read_exactly(stream, info: ArrayInfo, fortran: bool, what: str,
+                  size_known: bool = True) -> np.ndarray:
+    """The array's data from `stream`. `size_known`: the stream's real size was checked
+    against `info` (a file's size, a stored zip member's size within the file), so its
+    buffer is allocated at once; otherwise (a compressed member, whose real size shows only
+    when it is decompressed) the buffer grows with the bytes that really arrive, so a
+    header that lies about the size costs no more memory than the data behind it."""
+    if size_known:
+        buffer = bytearray(info.nbytes)
+        view, done = memoryview(buffer), 0
+        while done < len(buffer):
+            count = stream.readinto(view[done:])
+            if not count:
+                raise WeightsError(f"{what}: truncated ({done:,} of {len(buffer):,} bytes)")
+            done += count
+    else:
+        buffer = bytearray()
+        while len(buffer) < info.nbytes:
+            chunk = stream.read(min(_CHUNK, info.nbytes - len(buffer)))
+            if not chunk:
+                raise WeightsError(f"{what}: truncated ({len(buffer):,} of {info.nbytes:,} "
+                                   "bytes)")
+            buffer += chunk
     array = np.frombuffer(buffer, dtype=DTYPES[info.dtype])
     return array.reshape(info.shape, order="F" if fortran else "C")
 
@@ -170,6 +189,7 @@ class NpzContainer(Container):
         with _open(path) as handle:
             if handle.read(len(ZIP_MAGIC)) != ZIP_MAGIC:  # every .npz is a zip archive
                 raise WeightsError("not an .npz archive (corrupt or not a weights file)")
+        self._size = Path(path).stat().st_size
         try:
             self._zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, EOFError) as error:
@@ -184,6 +204,14 @@ class NpzContainer(Container):
                 raise WeightsError(f"{member.filename}: an archive member that is not an "
                                    ".npy array")
             name = member.filename[:-len(".npy")]
+            # the sizes the zip directory declares, against the bytes the file holds
+            if member.header_offset + member.compress_size > self._size:
+                raise WeightsError(f"{name}: declares {member.compress_size:,} bytes, more "
+                                   f"than the file's {self._size:,} (corrupt or truncated)")
+            if member.compress_type == zipfile.ZIP_STORED and \
+                    member.file_size != member.compress_size:
+                raise WeightsError(f"{name}: a stored member declaring {member.file_size:,} "
+                                   f"bytes but holding {member.compress_size:,} (corrupt)")
             try:
                 with self._open_member(member) as stream:
                     info, fortran = read_npy_header(stream, member.file_size, name)
@@ -214,7 +242,8 @@ class NpzContainer(Container):
         try:
             with self._open_member(member) as stream:
                 read_npy_header(stream, member.file_size, name)
-                return _read_exactly(stream, info, fortran, name)
+                return _read_exactly(stream, info, fortran, name,
+                                     size_known=member.compress_type == zipfile.ZIP_STORED)
         except ZIP_READ_ERRORS as error:
             raise WeightsError(f"{name}: corrupt or truncated ({error})") from None
 
@@ -284,18 +313,20 @@ def check_memory(arrays: dict[str, ArrayInfo], header_size: int, limit: int) -> 
 
 
 def write(path: str | Path, header: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write `arrays` and the JSON `header`: safetensors for a .safetensors suffix, else
-    an .npz archive written to exactly `path` (np.savez would append .npz to a path
-    without it)."""
-    if is_safetensors(path):
-        from safetensors.numpy import save_file
+    """Write `arrays` and the JSON `header` atomically (rasp_sim/atomic_write.py: the old
+    file or the new one whole, never a partial one): safetensors for a .safetensors
+    suffix, else an .npz archive written to exactly `path` (np.savez would append .npz to
+    a path without it). An unwritable path or a full disk raises OSError."""
+    with replacing(path) as handle:
+        if is_safetensors(path):
+            from safetensors.numpy import save
 
-        open(path, "wb").close()  # an unwritable path fails with OSError, as for .npz
-        save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(path),
-                  metadata={SAFETENSORS_KEY: header})
-        return
-    members: dict[str, Any] = {**arrays,
-                               NPZ_HEADER: np.frombuffer(header.encode("utf-8"), dtype=np.uint8)}
-    with open(path, "wb") as handle:
+            # serialised in memory and written by Python, not by save_file: a failed write
+            # is then an OSError with its errno (save_file's is a SafetensorError), and
+            # the file gets the same permissions as an .npz (save_file's are 0600)
+            handle.write(save({name: np.ascontiguousarray(a) for name, a in arrays.items()},
+                              metadata={SAFETENSORS_KEY: header}))
+            return
+        members: dict[str, Any] = {**arrays, NPZ_HEADER: np.frombuffer(header.encode("utf-8"),
+                                                                         dtype=np.uint8)}
         np.savez(handle, **members)
-

@@ -27,6 +27,7 @@ from typing import Any, Iterator, Mapping
 
 from . import graph
 from .analyse import Analysis, node_label
+from .atomic_write import write_bytes
 from .errors import RaspError
 from .text import short_repr
 
@@ -145,9 +146,11 @@ def dot_text(picture: Drawing) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, data: bytes) -> None:
+    """`path` holds `data`, written atomically (an interrupted or failed write leaves the
+    old file)."""
     try:
-        path.write_text(text)
+        write_bytes(path, data)
     except OSError as error:
         raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
 
@@ -159,7 +162,7 @@ def render(picture: Drawing, path: str | Path) -> tuple[Path, str]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".dot":
-        _write(path, dot_text(picture))
+        _write(path, dot_text(picture).encode("utf-8"))
         return path, "dot text"
     if suffix not in _FORMATS:
         raise RaspError(
@@ -170,10 +173,13 @@ def render(picture: Drawing, path: str | Path) -> tuple[Path, str]:
 
         save(picture, path)
         return path, "matplotlib"
+    # the picture comes back on stdout, so that this process writes the file atomically
     result = subprocess.run(
-        ["dot", f"-T{_FORMATS[suffix]}", "-o", str(path)],
-        input=dot_text(picture), capture_output=True, text=True, check=False,
+        ["dot", f"-T{_FORMATS[suffix]}"],
+        input=dot_text(picture).encode("utf-8"), capture_output=True, check=False,
     )
     if result.returncode != 0:
-        raise RaspError(f"Graphviz 'dot' failed on {path}: {result.stderr.strip()}")
+        raise RaspError(f"Graphviz 'dot' failed on {path}: "
+                        f"{result.stderr.decode('utf-8', 'replace').strip()}")
+    _write(path, result.stdout)
     return path, "Graphviz"

@@ -14,6 +14,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .atomic_write import replacing
 from .draw import Drawing
 from .draw_layout import layered_layout
 from .errors import RaspError
@@ -68,8 +69,8 @@ def save(picture: Drawing, path: Path) -> None:
                         "edgecolor": "black", "linewidth": 2.0 if node in picture.roots else 0.8})
     try:
         # SVG text stays text (searchable, selectable) instead of glyph outlines.
-        with rc_context({"svg.fonttype": "none"}):
-            figure.savefig(path, dpi=_resolution(*size), format=path.suffix.lower().lstrip("."))
+        with rc_context({"svg.fonttype": "none"}), replacing(path) as handle:
+            figure.savefig(handle, dpi=_resolution(*size), format=path.suffix.lower().lstrip("."))
     except OSError as error:
         raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
 

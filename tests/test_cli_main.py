@@ -42,6 +42,23 @@ def test_unexpected_exceptions_become_one_line(capsys, monkeypatch, exception, m
 # ------------------------------------------------------------------------- sizes
 
 
+@pytest.mark.parametrize("wrap", [False, True])
+def test_ctrl_c_exits_130_even_when_a_library_rewraps_it(capsys, monkeypatch, wrap):
+    """Ctrl-C is `interrupted`, exit 130, also when a library caught the KeyboardInterrupt
+    and raised its own error while handling it (lark does, while building its parser)."""
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if wrap:
+                raise AttributeError("half-built parser") from None
+            raise
+
+    monkeypatch.setattr(run_module, "run", handler)
+    assert main(["run", "x.rasp", "--input", "a"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
 @pytest.mark.parametrize("text, expected", [
     ("4GiB", 4 * 2**30), ("512MiB", 512 * 2**20), ("100000", 100_000), ("1.5kib", 1536),
     ("2e3", 2000), ("1GB", 10**9), (str(MAX_SIZE), MAX_SIZE),

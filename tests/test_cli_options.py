@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from cli_helpers import run_cli, write
-from rasp_sim.cli import COMMANDS, build_parser
+from rasp_sim.cli import COMMANDS, build_parser, main
 from rasp_sim.cli.run import NOT_FOR_WEIGHTS
 from rasp_sim.text import short_repr
 
@@ -113,3 +113,40 @@ def test_building_any_command_parser_stays_light(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=tmp_path)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", [
+    ["draw", "{dir}/p.rasp", "--name", "x", "-o", "{dir}/./p.rasp"],
+    ["compile", "{dir}/p.rasp", "--name", "x", "--vocab", "1,2", "--max-len", "2",
+     "-o", "{dir}/p.rasp"],
+    ["universal", "build", "--like", "{dir}/p.rasp", "-o", "{dir}/p.rasp"],
+    ["universal", "embed", "{dir}/t.npz", "--ut", "{dir}/p.rasp", "-o", "{dir}/p.rasp"],
+])
+def test_an_output_that_is_an_input_is_refused_before_work(tmp_path, capsys, command):
+    source = tmp_path / "p.rasp"
+    source.write_text("x = tokens_int + 1;\n")
+    argv = [part.format(dir=tmp_path) for part in command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: -o {argv[-1]}: is the input file " in err
+    assert "writing it would destroy the input; choose another output path" in err
+    assert source.read_text() == "x = tokens_int + 1;\n"
+
+
+@pytest.mark.parametrize("command", [
+    ["universal", "build", "--heads", "1", "--layers", "1", "--dim", "4", "--random"],
+    ["universal", "target", "--heads", "1", "--layers", "1", "--dim", "4", "--seed"],
+])
+def test_a_seed_too_large_for_the_weights_header_is_refused_before_writing(tmp_path, capsys,
+                                                                          command):
+    """2^70 was written into a file that rasp-sim could not read back."""
+    with pytest.raises(SystemExit) as info:
+        main([*command, str(2**70), "-o", str(tmp_path / "m.npz")])
+    assert info.value.code == 2
+    assert (f"invalid value '{2**70}': expected an integer from 0 to 2^62"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "m.npz").exists()
+    assert main([*command, str(2**62), "-o", str(tmp_path / "m.npz")]) == 0
+    from rasp_sim.compiler import load_weights
+
+    assert load_weights(tmp_path / "m.npz").layers  # the largest seed reads back

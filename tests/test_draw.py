@@ -237,8 +237,8 @@ def _fake_dot(tmp_path: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_render_calls_dot_with_format_and_output(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # The fake records its arguments and stdin into the output file given after -o.
-    _fake_dot(tmp_path, 'echo "$1" > "$3"; cat >> "$3"\n', monkeypatch)
+    # The fake echoes its arguments and stdin to stdout, which render writes to the file.
+    _fake_dot(tmp_path, 'echo "$@"; cat\n', monkeypatch)
     assert draw.render(_picture(), tmp_path / "g.PNG") == (tmp_path / "g.PNG", "Graphviz")
     assert (tmp_path / "g.PNG").read_text() == "-Tpng\n" + draw.to_dot(analyse(tokens_int))
 

@@ -195,7 +195,10 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
         "tracr_oracle": tracr_oracle,  # whether the validation also ran tracr's own model
         "rasp_sim_version": _version("rasp-sim"), "tracr_version": _version("tracr-pypi"),
     }
-    weights = to_weights(compiled, {COMPILE_KEY: record})
+    # a product that overflows (a --token-range near 1e308) is refused with the weight it
+    # made non-finite (the weights' own check), not printed as a NumPy RuntimeWarning
+    with np.errstate(all="ignore"):
+        weights = to_weights(compiled, {COMPILE_KEY: record})
     seconds = time.perf_counter() - start  # the compile proper: graph -> weights
     record.update(size(weights), compile_seconds=round(seconds, 4))
     record["layers"] = layer_count(compiled)

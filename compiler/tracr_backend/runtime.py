@@ -10,6 +10,7 @@ and run as batches.
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from collections import defaultdict
@@ -22,7 +23,8 @@ from rasp_sim import semantics
 from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError
 
 from ..forward import forward
-from ..weights import DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load
+from ..weights import (DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load,
+                       load_with_version)
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
@@ -98,6 +100,11 @@ def _check_tokens(model: Transformer, info: dict[str, Any], where: str) -> None:
         if (token is not None or name == "bos") and token not in encoder.tokens:
             raise WeightsError(f"input_encoder.{name}: {token!r} is not in the vocabulary "
                                "(input_encoder.tokens)")
+    known = {(type(t), t) for t in encoder.tokens}  # by value and type, as vocabulary_ids
+    unknown = [v for v in info["vocab"] if (type(v), v) not in known]
+    if unknown:
+        raise WeightsError(f"{where}.vocab: {unknown[0]!r} is not one of the model's tokens "
+                           "(input_encoder.tokens)")
     if model.token_embed is None:
         raise WeightsError("token_embed: missing (a token model embeds its tokens)")
     if model.token_embed.shape[0] != len(encoder.tokens):
@@ -218,15 +225,25 @@ def load_compiled(path: str | Path, allow_unvalidated: bool = False,
 
     A model whose metadata does not say validated (e.g. written by `compile --force`) is a
     WeightsError unless `allow_unvalidated`; then the warning says what is wrong with it."""
-    model = load(path, memory_limit)
+    model, version = load_with_version(path, memory_limit)
     try:
         info = compile_info(model)
     except WeightsError as error:
         raise in_file(error, path) from None
-    if model.metadata.get("validated") is True:
+    outer, recorded = model.metadata.get("validated"), info.get("validated")
+    if recorded is not None and recorded != outer:
+        raise WeightsError(f"{path}: its metadata says validated: {json.dumps(outer)} but its "
+                           f"compile record says validated: {json.dumps(recorded)}; the file "
+                           "was edited or is corrupt: compile the program again")
+    if outer is True and version >= 2:
         return model, None
-    why = ("written by `compile --force` after its validation failed" if info.get("forced")
-           else "its metadata does not say validated")
+    if outer is True:
+        why = ("a version-1 file: it has no hash, so nothing guards its 'validated' flag; "
+               "compile the program again for a checked file")
+    elif info.get("forced"):
+        why = "written by `compile --force` after its validation failed"
+    else:
+        why = "its metadata does not say validated"
     if not allow_unvalidated:
         raise WeightsError(f"{path}: the model is not validated ({why}); "
                            "--allow-unvalidated uses it anyway")

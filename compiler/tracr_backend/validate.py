@@ -139,8 +139,28 @@ class Report:
         return record
 
 
-def domain_size(vocab_size: int, max_len: int, min_len: int = 1) -> int:
-    return sum(vocab_size ** n for n in range(min_len, max_len + 1))
+COUNT_CAP = 2**64  # domain sizes are counted exactly up to here (see domain_size)
+
+
+def domain_size(vocab_size: int, max_len: int, min_len: int = 1, cap: int = COUNT_CAP) -> int:
+    """The number of inputs of lengths min_len..max_len over `vocab_size` tokens, or
+    cap + 1 if there are more than `cap`: found in at most about log2(cap) steps, so a
+    max_len of 10^15 (a forged compile record) costs nothing."""
+    if vocab_size <= 1:
+        return min(max(max_len - min_len + 1, 0) * vocab_size, cap + 1)
+    total = 0
+    for n in range(min_len, max_len + 1):
+        if n > cap.bit_length():  # vocab_size ** n >= 2 ** n > cap
+            return cap + 1
+        total += vocab_size ** n
+        if total > cap:
+            return cap + 1
+    return total
+
+
+def describe_size(size: int) -> str:
+    """A domain_size result in words: its value, or "more than" the cap."""
+    return f"more than {COUNT_CAP:,}" if size > COUNT_CAP else f"{size:,}"
 
 
 def every_input(vocab_size: int, max_len: int, min_len: int = 1, batch: int = BATCH
@@ -163,7 +183,8 @@ def domain(vocab_size: int, max_len: int, samples: int, seed: int, min_len: int 
     def sampled() -> Iterator[np.ndarray]:
         rng = np.random.default_rng(seed)
         lengths = rng.integers(min_len, max_len + 1, size=samples)
-        for n in range(min_len, max_len + 1):
+        # the lengths drawn, ascending (not every length up to max_len: it may be huge)
+        for n in np.unique(lengths).tolist():
             count = int((lengths == n).sum())
             for start in range(0, count, BATCH):
                 yield rng.integers(0, vocab_size, size=(min(BATCH, count - start), n))

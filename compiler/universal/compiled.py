@@ -35,11 +35,15 @@ def as_target(model: Transformer) -> Transformer:
     if info["tokens_kind"] == NUMERIC:
         raise UniversalError("tokens_kind: a numeric-input model reads real numbers, not "
                              "tokens; only token models have a finite domain of one-hot inputs")
+    if model.pos_embed is None:
+        raise UniversalError("pos_embed: missing; a compiled token model embeds positions "
+                             "(compile the program again: this file was edited or not "
+                             "written by rasp-sim compile)")
     for index, block in enumerate(model.layers):
         if isinstance(block, MLPBlock):
             raise UniversalError(f"layers.{index}: an MLP block is outside the target class "
                                  f"(attention-only transformers); {_computes(info, index)}")
-    assert model.token_embed is not None and model.pos_embed is not None  # compile_info
+    assert model.token_embed is not None  # compile_info checked it for a token model
     return model.replace(input_proj=np.vstack([model.token_embed, model.pos_embed]),
                          token_embed=None, pos_embed=None, input_encoder=None)
 

@@ -21,8 +21,8 @@ from rasp_sim.errors import RaspResourceError
 
 from ..forward import forward
 from ..tracr_backend.runtime import compile_info, decode, run_ids
-from ..tracr_backend.validate import (Disagreement, agree, causal_program, domain_size,
-                                      every_input, interpret, vocabulary_ids)
+from ..tracr_backend.validate import (Disagreement, agree, causal_program, describe_size,
+                                      domain_size, every_input, interpret, vocabulary_ids)
 from ..weights import Transformer
 from .compiled import one_hot_inputs
 from .embed import Embedding, program
@@ -57,7 +57,8 @@ def check_domain_size(model: Transformer, limit: int) -> tuple[int, int]:
     size = domain_size(len(info["vocab"]), info["max_len"], info["min_len"])
     if size > limit:
         raise RaspResourceError(
-            f"the model's domain has {size:,} inputs ({len(info['vocab'])} tokens, lengths "
+            f"the model's domain has {describe_size(size)} inputs ({len(info['vocab'])} "
+            f"tokens, lengths "
             f"{info['min_len']}..{info['max_len']}), above the limit of {limit:,} inputs "
             "checked one by one; raise it with --max-inputs N")
     return size, info["max_len"] + 1

@@ -8,4 +8,4 @@ set -e
 out="${1:-.}"
 rasp-sim compile "$(dirname "$0")/shift.rasp" --name shifted --vocab a,b,c --max-len 5 -o "$out/shift.npz"
 rasp-sim universal build --like "$out/shift.npz" -o "$out/ut.npz"
-rasp-sim universal verify "$out/shift.npz" --ut "$out/ut.npz"
+rasp-sim universal verify "$out/shift.npz" --ut "$out/ut.npz" --program "$(dirname "$0")/shift.rasp" --name shifted

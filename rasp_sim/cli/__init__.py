@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from typing import NamedTuple, Sequence
+from contextlib import contextmanager
+from typing import Iterator, NamedTuple, Sequence
 
 from ..errors import RaspError
 
@@ -50,6 +53,7 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 EXIT_OK, EXIT_PROGRAM_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command Ctrl-C stopped
 
 
 class UsageError(Exception):
@@ -155,13 +159,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         one_blas_thread_unless_needed(command)
         parser = build_parser(command)
         args = parser.parse_args(join_dash_values(argv, parser))
-        return _run(parser, args)
+        with _remembering_interrupts() as seen:
+            code = _run(parser, args)
+        if seen and not getattr(args, "handles_interrupts", False):
+            raise KeyboardInterrupt  # one that a library swallowed: still an interruption
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as error:  # noqa: BLE001: the last resort; every known error is handled below
+        if _raised_while_interrupted(error):
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if debug:
             traceback.print_exc()
         print(f"rasp-sim: {unexpected_error_message(error)}", file=sys.stderr)
@@ -181,6 +192,44 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             traceback.print_exc()
         print(error.format(), file=sys.stderr)
         return EXIT_PROGRAM_ERROR
+
+
+@contextmanager
+def _remembering_interrupts() -> Iterator[list[bool]]:
+    """SIGINT raises KeyboardInterrupt as usual, and is also remembered (the list yielded
+    becomes non-empty): a KeyboardInterrupt raised inside a callback the interpreter
+    ignores (JAX's garbage-collection callback, while jax imports) is otherwise lost, and
+    the interrupted command ran on to exit 0. Only the main thread can set the handler;
+    a SIGINT that is ignored stays ignored."""
+    seen: list[bool] = []
+
+    def remember(signum: int, frame: object) -> None:
+        seen.append(True)
+        raise KeyboardInterrupt
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+        yield seen
+        return
+    previous = signal.signal(signal.SIGINT, remember)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _raised_while_interrupted(error: BaseException) -> bool:
+    """Whether `error` was raised while handling a KeyboardInterrupt: a library that
+    catches what a Ctrl-C interrupted and raises its own error (lark wraps exceptions
+    raised while it builds its parser) was interrupted, not broken."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def unexpected_error_message(error: BaseException) -> str:

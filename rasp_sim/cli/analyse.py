@@ -6,7 +6,7 @@ import json
 
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
-    chosen_name, refuse_options,
+    chosen_name, refuse_options, refuse_overwriting_input,
 )
 
 
@@ -65,6 +65,7 @@ def run_draw(args: argparse.Namespace) -> int:
     from .program import load_program
 
     name = chosen_name(args)
+    refuse_overwriting_input(args.output, args.file)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
                        "a drawing without --input")

@@ -15,7 +15,7 @@ from ..graph import SOp
 from . import UsageError
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option,
+    add_unvalidated_option, refuse_overwriting_input,
 )
 from .program import at_call_site, binding_span, load_named_node
 
@@ -124,6 +124,8 @@ def run_compile(args: argparse.Namespace) -> int:
         raise UsageError("--samples must be at least 1")
     driver = _backend()
     name, root = named_sop(args.file, args.name, args.sandbox)
+    output = args.output or f"{name}.npz"
+    refuse_overwriting_input(output, args.file)
     numeric = None
     if args.numeric_tokens:
         low, high = _token_range(args.token_range)
@@ -148,7 +150,6 @@ def run_compile(args: argparse.Namespace) -> int:
                                  "--token-range, length --max-len) instead of the --vocab "
                                  "values")
         raise at_call_site(refusal, binding_span(args.file, name)) from None
-    output = args.output or f"{name}.npz"
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
     summary = {**{k: record[k] for k in ("layers", "heads", "residual_width", "parameters")},

@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from .options import add_json_option, positive
+from ..atomic_write import write_text
+from . import EXIT_INTERRUPTED, UsageError
+from .options import add_json_option, non_negative, positive
+
+# PROTOCOL://HOST:PORT or HOST:PORT; HOST may be a name, an IPv4 or a bracketed IPv6 address
+SCHEDULER_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
                         "the budget's)")
-    parser.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds to run")
+    parser.add_argument("--seeds", type=non_negative, nargs="+", metavar="S",
+                        help="seeds to run")
     parser.add_argument("--steps", type=positive, metavar="N",
                         help="train each run for N steps instead of the budget's (warm-up, "
                         "curve points and checkpoints scaled with it)")
@@ -61,16 +69,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from rasp_sim.experiments.stopping import Interrupted, stop_on_interrupt
+
+    try:
+        # from the start: a Ctrl-C while JAX imports or compiles must not be raised there
+        with stop_on_interrupt():
+            return _experiment(args)
+    except Interrupted as stopped:
+        print(stopped.format(), file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _checked_out(path: Path) -> Path:
+    """The output folder, created and written to once before any training: a file, a
+    device or a read-only folder fails here, not when the first result is written."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {path}: not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise UsageError(f"--out {path}: cannot write there ({error.strerror or error})") \
+            from None
+    return path
+
+
+def _checked_scheduler(address: str) -> str:
+    """A Dask scheduler address, PROTOCOL://HOST:PORT or HOST:PORT (a bare word, a path
+    or a scheduler file would be read as something else by Dask)."""
+    if not SCHEDULER_ADDRESS.fullmatch(address):
+        raise UsageError(f"--scheduler {address!r}: expected a Dask scheduler address such "
+                         "as tcp://host:8786 (PROTOCOL://HOST:PORT or HOST:PORT)")
+    return address
+
+
+def _experiment(args: argparse.Namespace) -> int:
     from rasp_sim.experiments.budgets import plan, with_steps
     from rasp_sim.experiments.errors import ExperimentError
     from rasp_sim.experiments.results import markdown_table, summarise
+    from rasp_sim.experiments.stopping import Interrupted, requested
 
-    configs = plan(args.task, args.budget, tuple(args.backbones) if args.backbones else None,
-                   tuple(args.seeds) if args.seeds else None)
+    try:
+        configs = plan(args.task, args.budget,
+                       tuple(args.backbones) if args.backbones else None,
+                       tuple(args.seeds) if args.seeds else None)
+    except ExperimentError as error:  # an unknown task or backbone name
+        raise UsageError(error.message) from None
     if args.steps:
         configs = with_steps(configs, args.steps)
     if args.batch:
         configs = [replace(config, batch=args.batch) for config in configs]
+    if args.scheduler is not None:
+        _checked_scheduler(args.scheduler)
+    default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
+                   + (f"-batch{args.batch}" if args.batch else ""))
+    out = _checked_out(Path(args.out) if args.out else
+                       Path("rasp-sim-experiments") / default_out)
     try:
         from rasp_sim.experiments.device import resolve_device
         from rasp_sim.experiments.plot import plot_curves
@@ -78,11 +133,10 @@ def handle(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise ExperimentError(f"training needs the train extra ({error.name} is missing): "
                               f"pip install 'rasp-sim[train]'") from None
+    if requested():
+        raise Interrupted("interrupted before training; no run started")
     # On an existing cluster the workers' devices count, not this process's: they check.
     device = args.device if args.scheduler else resolve_device(args.device)
-    default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
-                   + (f"-batch{args.batch}" if args.batch else ""))
-    out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
                               progress=not args.no_progress, device_name=device)
     rows = summarise(results)
@@ -93,9 +147,8 @@ def handle(args: argparse.Namespace) -> int:
     summary = {"budget": args.budget, "steps": args.steps, "batch": args.batch,
                "runs": len(configs), "rows": rows,
                "failures": failures, "plots": plots}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "table.md").write_text(markdown_table(rows))
+    write_text(out / "summary.json", json.dumps(summary, indent=1))
+    write_text(out / "table.md", markdown_table(rows))
     if args.json:
         print(json.dumps(summary, indent=1))
     else:

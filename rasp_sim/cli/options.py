@@ -6,6 +6,7 @@ Only argparse and the standard library here: every subcommand's parser imports i
 from __future__ import annotations
 
 import argparse
+import os
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Mapping
 
@@ -17,14 +18,14 @@ _SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10*
                "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
 
 
-def _integer(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an integer >= minimum."""
+def _integer(minimum: int, what: str, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer >= minimum (and <= maximum)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
+        if value is None or value < minimum or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
         return value
     return parse
@@ -32,6 +33,9 @@ def _integer(minimum: int, what: str) -> Callable[[str], int]:
 
 positive = _integer(1, "a positive integer")
 non_negative = _integer(0, "an integer >= 0")
+# a seed a weights file records: its header's integers are at most 2^62
+# (compiler/weights_format.py, MAX_DIMENSION), so a larger one would be written unreadable
+recorded_seed = _integer(0, "an integer from 0 to 2^62", maximum=2**62)
 
 
 def parse_size(text: str) -> int:
@@ -150,3 +154,18 @@ def refuse_options(args: argparse.Namespace, why_not: Mapping[str, str], mode: s
         if getattr(args, dest) not in (None, False):
             flag = "--" + dest.replace("_", "-")
             raise UsageError(f"{flag} does not apply to {mode} ({why})")
+
+
+def refuse_overwriting_input(output: str, *inputs: str | None) -> None:
+    """-o may not name one of the command's input files: writing it would destroy the
+    input (UsageError, exit 2, before any work)."""
+    for given in inputs:
+        if given is None:
+            continue
+        try:
+            same = os.path.samefile(output, given)
+        except OSError:  # either does not exist (yet): compare the paths themselves
+            same = os.path.realpath(output) == os.path.realpath(given)
+        if same:
+            raise UsageError(f"-o {output}: is the input file {given}; writing it would "
+                             "destroy the input; choose another output path")

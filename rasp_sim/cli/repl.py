@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("file", nargs="?", help="a program to run before the first prompt")
     add_language_options(parser)
-    parser.set_defaults(handler=run_repl)
+    # Ctrl-C ends the statement being run, not the session (main exits 130 otherwise)
+    parser.set_defaults(handler=run_repl, handles_interrupts=True)
 
 
 def run_repl(args: argparse.Namespace) -> int:

@@ -27,11 +27,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..atomic_write import replacing
 from ..errors import RaspError
 from . import UsageError
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
-    positive,
+    positive, recorded_seed, refuse_overwriting_input,
 )
 
 
@@ -59,8 +60,10 @@ def _output_options(parser: argparse.ArgumentParser, what: str) -> None:
     add_memory_limit_option(parser, "working set, estimated before any work")
 
 
-def _check_output(path: str) -> None:
-    """-o names a file in an existing folder (checked before the work, not after it)."""
+def _check_output(path: str, *inputs: str | None) -> None:
+    """-o names a file in an existing folder, none of the command's `inputs` (checked
+    before the work, not after it)."""
+    refuse_overwriting_input(path, *inputs)
     folder = Path(path).parent
     if Path(path).is_dir():
         raise UsageError(f"-o {path}: is a folder; give a file name")
@@ -77,7 +80,7 @@ def _write(path: str, write: Callable[[str], None]) -> None:
 
 
 def _save_array(path: str, matrix: np.ndarray) -> None:
-    with open(path, "wb") as handle:  # np.save(path) would append .npy to a bare name
+    with replacing(path) as handle:  # np.save(path) would append .npy to a bare name
         np.save(handle, matrix, allow_pickle=False)
 
 
@@ -154,7 +157,7 @@ def build(args: argparse.Namespace) -> int:
 
     if args.m is not None and args.random is None:
         raise UsageError("--m only applies to random universal transformers (--random SEED)")
-    _check_output(args.output)
+    _check_output(args.output, args.like)
     shape = _shape_like(args)
     check_tied(shape, args.tied)
     kind = "sparse" if args.random is None else "random"
@@ -241,7 +244,7 @@ def _embedding_facts(embedding, seconds: float) -> dict[str, Any]:
 
 
 def embed_command(args: argparse.Namespace) -> int:
-    _check_output(args.output)
+    _check_output(args.output, args.target, args.ut)
     embedding, seconds = _embed(args, _load(args))
     _write(args.output, lambda path: _save_array(path, embedding.matrix))
     _emit({**_embedding_facts(embedding, seconds), "output": args.output}, args.json)
@@ -352,23 +355,37 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 
 
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
-    """The s-op to compare with (--program/--name, else the compile record's program file
-    and name when that file is there) and a line saying which; None if there is none."""
+    """The s-op to compare with, and a line saying which program ran: --program/--name,
+    else the compile record's program file and name when that file resolves inside the
+    model's folder (a weights file is untrusted input: it never makes rasp-sim run a
+    program elsewhere); None if there is none."""
     from rasp_sim.compiler import compile_info
 
     from .compile import load_sop
 
+    if args.program:
+        return load_sop(args.program, args.name, args.sandbox), \
+            f"{args.name} ({args.program}, from --program)"
     info = compile_info(model)
-    file, name = args.program, args.name
-    if not file:
-        file, name = info.get("program"), info.get("name")
-        # a weights file is untrusted input: only a .rasp file it names is run
-        if not (isinstance(file, str) and isinstance(name, str) and file.endswith(".rasp")
-                and name and Path(file).is_file()):
-            return None, (f"none: the compile record's program {file!r} is not here; "
-                          "compared with the compiled model only (--program FILE --name NAME "
-                          "adds the interpreter)")
-    return load_sop(file, name, args.sandbox), f"{name} ({file})"
+    file, name = info.get("program"), info.get("name")
+    folder = Path(args.target).resolve().parent
+    found = _inside(folder, file) if isinstance(file, str) else None
+    if found is None or not (isinstance(name, str) and name):
+        return None, (f"none: the compile record's program {file!r} is not in the model's "
+                      f"folder {folder}; compared with the compiled model only (--program "
+                      "FILE --name NAME adds the interpreter)")
+    return load_sop(str(found), name, args.sandbox), f"{name} ({file}, from the compile record)"
+
+
+def _inside(folder: Path, file: str) -> Path | None:
+    """`file` (relative to the model's folder, or absolute), resolved, if it is a .rasp
+    file inside `folder`; else None."""
+    try:
+        path = (folder / file).resolve()  # an absolute `file` replaces the folder
+    except (OSError, ValueError):  # a loop of links, a NUL byte
+        return None
+    inside = path.suffix == ".rasp" and path.is_relative_to(folder) and path.is_file()
+    return path if inside else None
 
 
 DEFAULT_MAX_INPUTS = 100_000  # as many as `rasp-sim compile` validates one by one
@@ -390,7 +407,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _shape_options(build_parser, required=False)
     build_parser.add_argument("--tied", action="store_true",
                               help="looped: the same weights in every layer")
-    build_parser.add_argument("--random", type=non_negative, metavar="SEED",
+    build_parser.add_argument("--random", type=recorded_seed, metavar="SEED",
                               help="i.i.d. Gaussian weights from SEED instead of the sparse "
                               "{0,1} construction")
     build_parser.add_argument("--m", type=positive, metavar="M",
@@ -400,7 +417,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     target_parser = commands.add_parser("target", help="write a random target transformer")
     _shape_options(target_parser)
-    target_parser.add_argument("--seed", type=non_negative, required=True, help="random seed")
+    target_parser.add_argument("--seed", type=recorded_seed, required=True, help="random seed")
     _output_options(target_parser, "the target (.npz)")
     target_parser.set_defaults(handler=target)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic_write import replacing
 from .errors import ExperimentError
 from .results import setting_label
 
@@ -36,6 +37,7 @@ def plot_curves(results: list[dict], path: Path, title: str) -> Path:
         right.set(xlabel="step", ylabel="test accuracy", ylim=(0, 1))
         right.legend(fontsize="small")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with replacing(path) as handle:
+        figure.savefig(handle, dpi=100, format="png")
     plt.close(figure)
     return path

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from ..atomic_write import write_text
 from .backbones import VARIANTS
 
 RESULT = "result.json"
@@ -29,13 +31,44 @@ REPORTED = {
 def write_result(directory: Path, result: dict) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RESULT
-    path.write_text(json.dumps(result, indent=1))
+    write_text(path, json.dumps(result, indent=1))
     return path
 
 
 def read_result(directory: Path) -> dict | None:
+    """The run's result, or None if there is none, or none readable: a result.json cut
+    short (results written before writes were atomic), damaged or forged is reported on
+    stderr and treated as missing, so --resume runs it again."""
     path = directory / RESULT
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        result = json.loads(path.read_bytes().decode("utf-8"))
+        if not isinstance(result, dict) or not isinstance(result.get("config"), dict):
+            raise ValueError("not a run's result")
+        if result.get("finished"):
+            _check_finished(result)
+    except (OSError, ValueError) as error:
+        print(f"resume: {path} is unreadable ({error}); running it again", file=sys.stderr)
+        return None
+    return result
+
+
+def _check_finished(result: dict) -> None:
+    """The fields summarise() and the plots read from a finished run, with their types."""
+    final = result.get("final")
+    if not (isinstance(final, dict) and isinstance(final.get("accuracy"), (int, float))
+            and isinstance(final.get("accuracy_by_group"), dict)
+            and all(isinstance(v, (int, float)) for v in final["accuracy_by_group"].values())
+            and all(isinstance(result.get(k), (int, float)) for k in
+                    ("majority_baseline", "m", "parameters", "trainable", "wall_time_s"))
+            and isinstance(result.get("curves"), list)
+            and all(isinstance(c, dict) and all(isinstance(c.get(k), (int, float)) for k in
+                                                ("step", "train_loss", "test_accuracy"))
+                    for c in result["curves"])
+            and ("device" not in result or isinstance(result["device"], dict) and all(
+                isinstance(result["device"].get(k), str) for k in ("platform", "kind")))):
+        raise ValueError("a finished run's result without its numbers")
 
 
 def setting_label(result: dict) -> str:

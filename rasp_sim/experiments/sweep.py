@@ -10,6 +10,7 @@ from typing import Callable
 from .config import RunConfig
 from .errors import ExperimentError
 from .results import read_result, write_result
+from .stopping import Interrupted, requested, stop_on_interrupt
 from .train import CHECKPOINT
 
 
@@ -38,12 +39,18 @@ def sweep(configs: list[RunConfig], out_dir: Path, workers: int = 1,
     jobs = [config.to_dict() for config in configs]
     if workers <= 1 and scheduler is None:
         results, failures = [], []
-        for config, job in zip(configs, jobs):
-            try:
-                results.append(run_one(job, str(out_dir), resume, progress, device_name))
-                report(f"done {config.name()}")
-            except ExperimentError as error:
-                failures.append(f"{config.name()}: {error.message}")
+        with stop_on_interrupt():  # Ctrl-C stops between steps (stopping.py)
+            for config, job in zip(configs, jobs):
+                if requested():
+                    raise Interrupted(f"interrupted before {config.name()} started; "
+                                      "continue the sweep with --resume")
+                try:
+                    results.append(run_one(job, str(out_dir), resume, progress, device_name))
+                    report(f"done {config.name()}")
+                except Interrupted:
+                    raise
+                except ExperimentError as error:
+                    failures.append(f"{config.name()}: {error.message}")
         return results, failures
     return _dask(configs, jobs, out_dir, workers, scheduler, resume, report, device_name)
 
@@ -59,7 +66,12 @@ def _dask(configs, jobs, out_dir, workers, scheduler, resume, report, device_nam
         # One single-threaded process per worker: the runs themselves are the parallelism.
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
-    client = Client(scheduler if scheduler is not None else cluster)
+    try:
+        client = Client(scheduler if scheduler is not None else cluster)
+    except (OSError, ValueError) as error:  # no scheduler there, or not one Dask can reach
+        if cluster is not None:
+            cluster.close()
+        raise ExperimentError(f"scheduler {scheduler}: cannot connect ({error})") from None
     try:
         futures = {client.submit(run_one, job, str(out_dir), resume, False, device_name,
                                  pure=False): config

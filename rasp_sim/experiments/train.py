@@ -9,7 +9,7 @@ from its checkpoint bit for bit.
 from __future__ import annotations
 
 import json
-import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,14 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from rasp_sim.atomic_write import replacing  # noqa: E402
 from rasp_sim.compiler import forward  # noqa: E402
 from rasp_sim.compiler.weights import SparseMatrix, as_dense  # noqa: E402
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
+from . import stopping  # noqa: E402
+from .checkpoints import UnreadableCheckpoint, read_checkpoint  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
 from .tasks import Batch, majority_accuracy, make_task  # noqa: E402
 
@@ -98,6 +101,9 @@ class Trainer:
         self.rng = np.random.default_rng([config.data_seed, config.seed])
         self.step = 0
         self.curves: list[dict] = []
+        # (loss, accuracy) of the steps since the last curve point, averaged into the next
+        # one; checkpointed, so that a run resumed between curve points has the same curve
+        self.window: list[tuple[float, float]] = []
         self.elapsed = 0.0
         self.test = self.task.test_set()
         self.curve_set = Batch(*(a[:CURVE_EVAL_SIZE] for a in (
@@ -149,41 +155,44 @@ class Trainer:
         directory.mkdir(parents=True, exist_ok=True)
         leaves = jax.tree_util.tree_leaves((self.params, self.opt_state))
         header = {"config": self.config.to_dict(), "step": self.step, "curves": self.curves,
+                  "window": self.window,
                   "elapsed": self.elapsed, "rng": self.rng.bit_generator.state}
         path = directory / CHECKPOINT
-        tmp = directory / (CHECKPOINT + ".tmp")
-        with open(tmp, "wb") as handle:  # write then rename: a crash never leaves half a file
-            arrays: dict[str, Any] = {f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+        arrays: dict[str, Any] = {f"leaf{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+        with replacing(path) as handle:  # a crash never leaves half a checkpoint
             np.savez(handle, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8),
                      **arrays)
-        os.replace(tmp, path)
         return path
 
     def load_checkpoint(self, directory: Path) -> None:
+        """Continue from `directory`'s checkpoint. UnreadableCheckpoint if it is cut short,
+        corrupt or forged (nothing of it is used then); ExperimentError if it is whole but
+        another run's."""
         path = directory / CHECKPOINT
         if not path.exists():
             raise ExperimentError(f"resume: no checkpoint {path}; this run cannot be resumed "
                                   f"(start it again without --resume)")
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(data["__header__"].tobytes().decode())
-                leaves = [data[f"leaf{i}"] for i in range(len(data.files) - 1)]
-        except (OSError, ValueError, KeyError) as error:
-            raise ExperimentError(f"resume: checkpoint {path} is corrupt ({error}); "
-                                  f"this run cannot be resumed") from None
+        current_leaves, treedef = jax.tree_util.tree_flatten((self.params, self.opt_state))
+        header, leaves = read_checkpoint(path, [np.asarray(leaf) for leaf in current_leaves])
         saved, current = header["config"], json.loads(json.dumps(self.config.to_dict()))
         if saved != current:
             diff = sorted(k for k in current if saved.get(k) != current[k])
             raise ExperimentError(f"resume: checkpoint {path} was written by a different run "
                                   f"(settings differ: {', '.join(diff)}); cannot resume")
-        current_leaves, treedef = jax.tree_util.tree_flatten((self.params, self.opt_state))
-        if len(current_leaves) != len(leaves):
-            raise ExperimentError(f"resume: checkpoint {path} does not match the model; "
-                                  f"cannot resume")
+        rng = np.random.default_rng()
+        try:
+            rng.bit_generator.state = header["rng"]
+        except (TypeError, ValueError, KeyError) as error:
+            raise UnreadableCheckpoint(f"checkpoint {path}: its random state is not one "
+                                       f"({error})") from None
+        if not 0 <= header["step"] <= self.config.steps:
+            raise UnreadableCheckpoint(f"checkpoint {path}: step {header['step']} is outside "
+                                       f"0..{self.config.steps}")
         self.params, self.opt_state = jax.tree_util.tree_unflatten(
             treedef, jax.device_put(leaves, self.device))
         self.step, self.curves, self.elapsed = header["step"], header["curves"], header["elapsed"]
-        self.rng.bit_generator.state = header["rng"]
+        self.window = [tuple(pair) for pair in header.get("window", [])]
+        self.rng = rng
 
     # ------------------------------------------------------------ training
     def _diverged(self, loss: float, grad_norm: float) -> ExperimentError:
@@ -206,50 +215,66 @@ class Trainer:
         end = config.steps if stop_after is None else min(config.steps, self.step + stop_after)
         bar = tqdm(total=config.steps, initial=self.step, disable=not progress,
                    desc=config.name(), leave=False)
-        window: list[tuple[float, float]] = []
         started = time.perf_counter()
         try:
-            while self.step < end:
-                batch = self.task.train_batch(config.batch, self.rng)
-                self.params, self.opt_state, loss, accuracy, grad_norm = self._step(
-                    self.params, self.opt_state, batch.inputs, batch.targets, batch.weights)
+            while self.step < end and not stopping.requested():
+                rng_state = self.rng.bit_generator.state
+                try:
+                    batch = self.task.train_batch(config.batch, self.rng)
+                    params, opt_state, loss, accuracy, grad_norm = self._step(
+                        self.params, self.opt_state, batch.inputs, batch.targets,
+                        batch.weights)
+                except KeyboardInterrupt:  # this step did not happen: its checkpoint
+                    self.rng.bit_generator.state = rng_state  # resumes bit for bit
+                    raise
+                # one statement without a call: an interrupt lands before it or after it
+                self.params, self.opt_state, self.step = params, opt_state, self.step + 1
                 loss, accuracy = float(loss), float(accuracy)
-                self.step += 1
                 if not np.isfinite(loss):
                     raise self._diverged(loss, float(grad_norm))
-                window.append((loss, accuracy))
+                self.window.append((loss, accuracy))
                 bar.update(1)
                 if self.step % 10 == 0 or self.step == end:
                     bar.set_postfix(loss=f"{loss:.3f}", acc=f"{accuracy:.3f}")
                 if self.step % config.eval_every == 0 or self.step == config.steps:
                     self.curves.append({"step": self.step,
-                                        "train_loss": float(np.mean([w[0] for w in window])),
-                                        "train_accuracy": float(np.mean([w[1] for w in window])),
+                                        "train_loss": float(np.mean([w[0] for w in self.window])),
+                                        "train_accuracy": float(np.mean([w[1] for w in
+                                                                         self.window])),
                                         **{f"test_{k}": v for k, v in
                                            self.evaluate(self.curve_set).items()
                                            if k != "accuracy_by_group"}})
-                    window = []
+                    self.window = []
                 if out_dir is not None and config.checkpoint_every and \
                         self.step % config.checkpoint_every == 0:
                     self.elapsed += time.perf_counter() - started
                     started = time.perf_counter()
                     self.save_checkpoint(out_dir)
-        except KeyboardInterrupt:
-            if out_dir is not None:
-                self.elapsed += time.perf_counter() - started
-                path = self.save_checkpoint(out_dir)
-                raise ExperimentError(f"interrupted at step {self.step}; checkpoint written to "
-                                      f"{path}; continue with --resume") from None
-            raise ExperimentError(f"interrupted at step {self.step}; no output directory, "
-                                  f"so no checkpoint: this run cannot be resumed") from None
+        except KeyboardInterrupt:  # a second Ctrl-C (stopping.py), or none installed
+            interrupted = True
+        else:
+            interrupted = stopping.requested() and self.step < end
         finally:
             bar.close()
         self.elapsed += time.perf_counter() - started
+        if interrupted:
+            raise self._interrupted(out_dir)
         if self.step < config.steps:
             if out_dir is not None:
                 self.save_checkpoint(out_dir)
             return {"config": config.to_dict(), "finished": False, "step": self.step}
         return self.result()
+
+    def _interrupted(self, out_dir: Path | None) -> stopping.Interrupted:
+        """Ctrl-C: the checkpoint of the last whole step is written (atomically), so that
+        --resume continues from it."""
+        if out_dir is None:
+            return stopping.Interrupted(f"interrupted at step {self.step}; no output "
+                                        "directory, so no checkpoint: this run cannot be "
+                                        "resumed")
+        path = self.save_checkpoint(out_dir)
+        return stopping.Interrupted(f"interrupted at step {self.step}; checkpoint written to "
+                                    f"{path}; continue with --resume")
 
     def result(self) -> dict:
         final = self.evaluate()
@@ -273,5 +298,9 @@ def train(config: RunConfig, out_dir: Path | None = None, resume: bool = False,
     if resume:
         if out_dir is None:
             raise ExperimentError("resume: needs the run's output directory")
-        trainer.load_checkpoint(Path(out_dir))
+        try:
+            trainer.load_checkpoint(Path(out_dir))
+        except UnreadableCheckpoint as error:  # nothing of it was used
+            print(f"resume: {error.message}; training {config.name()} again from step 0",
+                  file=sys.stderr)
     return trainer.run(None if out_dir is None else Path(out_dir), progress, stop_after)

@@ -278,3 +278,18 @@ def test_numeric_tokens_need_tokens_float(driver, program):
         driver.compile_program(program("y = aggregate(select(indices, indices, ==), tokens);",
                                        "y"), [], 3, tracr_oracle=False,
                                numeric=NumericDomain(1, 3, -1, 1))
+
+
+@pytest.mark.filterwarnings("error")  # a NumPy RuntimeWarning would fail the test
+def test_a_token_range_near_the_float64_limit_is_refused_without_warnings(tmp_path, capsys):
+    """Softmax heads scale their scores by the token range: 1e308 overflows the query
+    weights. That was a RuntimeWarning on stderr before the refusal."""
+    from rasp_sim.cli import main
+
+    source = Path(__file__).resolve().parents[2] / "examples" / "compile" / "numeric.rasp"
+    assert main(["compile", str(source), "--name", "softmax_2x3", "--numeric-tokens",
+                 "--max-len", "6", "--token-range=-1e308,1e308",
+                 "-o", str(tmp_path / "s.npz")]) == 1
+    assert capsys.readouterr().err == ("weights error: layers.2.heads.0.w_q: contains "
+                                       "non-finite values (nan or inf)\n")
+    assert not (tmp_path / "s.npz").exists()

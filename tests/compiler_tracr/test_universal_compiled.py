@@ -221,4 +221,31 @@ def test_without_the_program_file_verify_compares_with_the_model(tmp_path, capsy
     code, checked = run_json(capsys, "universal", "verify", model, "--ut", ut)
     assert code == 0 and "agree_with_program" not in checked
     assert checked["program"].startswith(f"none: the compile record's program "
-                                         f"{str(tmp_path / 'program.rasp')!r} is not here")
+                                         f"{str(tmp_path / 'program.rasp')!r} is not in the "
+                                         f"model's folder {tmp_path.resolve()}")
+
+
+def test_verify_runs_a_recorded_program_only_inside_the_models_folder(tmp_path, capsys,
+                                                                      driver):
+    """The compile record names the program; a forged record could name any .rasp file.
+    It runs only if it resolves inside the model's folder, and verify says which ran."""
+    model = compile_to(tmp_path, driver, ATTENTION_ONLY["shift"][0], "a,b,c")
+    ut = str(tmp_path / "ut.npz")
+    main(["universal", "build", "--like", model, "-o", ut])
+    capsys.readouterr()
+    code, checked = run_json(capsys, "universal", "verify", model, "--ut", ut)
+    name = re.findall(r"^(\w+) =", ATTENTION_ONLY["shift"][0], re.MULTILINE)[-1]
+    assert code == 0 and checked["program"] == (
+        f"{name} ({tmp_path / 'program.rasp'}, from the compile record)")
+    elsewhere = tmp_path / "sub"
+    elsewhere.mkdir()
+    (tmp_path / "model.npz").rename(elsewhere / "model.npz")
+    code, checked = run_json(capsys, "universal", "verify", str(elsewhere / "model.npz"),
+                             "--ut", ut)
+    assert code == 0 and "agree_with_program" not in checked
+    assert checked["program"].startswith("none: the compile record's program")
+    code, checked = run_json(capsys, "universal", "verify", str(elsewhere / "model.npz"),
+                             "--ut", ut, "--program", str(tmp_path / "program.rasp"),
+                             "--name", name)
+    assert code == 0 and checked["agree_with_program"]
+    assert checked["program"] == f"{name} ({tmp_path / 'program.rasp'}, from --program)"

@@ -33,3 +33,21 @@ def test_one_seed_has_no_spread_and_several_their_sample_std():
     table = markdown_table(rows).splitlines()
     assert "| 60.0 ± 14.1% | 2 |" in table[2]
     assert "| 80.0% | 1 |" in table[3]
+
+
+def test_an_unreadable_result_is_said_and_treated_as_missing(tmp_path, capsys):
+    import json
+
+    from rasp_sim.experiments.results import read_result, write_result
+
+    good = fake_result("dyck1", 0, {"10": 0.5})
+    write_result(tmp_path, good)
+    assert read_result(tmp_path) == good
+    text = json.dumps(good)
+    forged = {**good, "final": {"accuracy": "high", "accuracy_by_group": {}}}
+    for damaged in (text[:len(text) // 2], "\xff\xfe", "[1, 2]", json.dumps(forged),
+                    json.dumps({**good, "curves": [{"step": 1}]})):
+        (tmp_path / "result.json").write_bytes(damaged.encode("utf-8", "surrogateescape"))
+        assert read_result(tmp_path) is None
+        assert capsys.readouterr().err.startswith(
+            f"resume: {tmp_path / 'result.json'} is unreadable (")

@@ -141,3 +141,77 @@ def test_keyboard_interrupt_writes_a_checkpoint_and_says_how_to_resume(tmp_path,
         monkeypatch.setattr(fresh.task, "train_batch",
                             lambda size, rng: (_ for _ in ()).throw(KeyboardInterrupt))
         fresh.run(progress=False)
+
+
+def test_ctrl_c_in_a_sweep_stops_between_steps_and_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """SIGINT during a sweep (here sent by the run to itself at step 4) is not raised inside
+    JAX: the run stops after the step, writes its checkpoint, the sweep starts no further
+    run, and --resume ends where an uninterrupted run ends."""
+    import os
+    import signal
+
+    from rasp_sim.experiments.stopping import Interrupted
+    from rasp_sim.experiments.sweep import sweep
+    from rasp_sim.experiments.tasks.dyck import Dyck1
+
+    straight = Trainer(config(steps=8))
+    straight.run(progress=False)
+    real = Dyck1.train_batch
+
+    def interrupting(task, size, rng):
+        batch = real(task, size, rng)
+        if interrupting.calls == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        interrupting.calls += 1
+        return batch
+
+    interrupting.calls = 0
+    monkeypatch.setattr(Dyck1, "train_batch", interrupting)
+    second = config(steps=8, seed=2)
+    with pytest.raises(Interrupted, match=r"interrupted at step 5; checkpoint written to "
+                                          r".*checkpoint.npz; continue with --resume"):
+        sweep([config(steps=8), second], tmp_path, progress=False, report=lambda line: None)
+    assert not (tmp_path / second.name()).exists()
+    monkeypatch.setattr(Dyck1, "train_batch", real)
+    results, failures = sweep([config(steps=8)], tmp_path, resume=True, progress=False,
+                              report=lambda line: None)
+    assert failures == [] and results[0]["finished"]
+    assert results[0]["curves"] == straight.curves
+    assert results[0]["final"] == straight.evaluate()
+
+
+@pytest.mark.parametrize("damage", ["cut", "forged_header", "lying_leaf", "wrong_rng"])
+def test_an_unreadable_checkpoint_is_said_and_the_run_starts_again(tmp_path, capsys, damage):
+    import io
+    import json
+    import zipfile
+
+    train(config(steps=8), out_dir=tmp_path, progress=False, stop_after=3)
+    path = tmp_path / "checkpoint.npz"
+    whole = path.read_bytes()
+    if damage == "cut":
+        path.write_bytes(whole[:len(whole) // 2])
+    else:
+        with zipfile.ZipFile(io.BytesIO(whole)) as archive:
+            members = {name: archive.read(name) for name in archive.namelist()}
+        with np.load(io.BytesIO(whole)) as data:
+            header = json.loads(data["__header__"].tobytes())
+        if damage == "forged_header":
+            header["step"] = "three"
+        if damage == "wrong_rng":
+            header["rng"] = {"bit_generator": "PCG64", "state": 7}
+        buffer = io.BytesIO()
+        np.save(buffer, np.frombuffer(json.dumps(header).encode(), np.uint8))
+        members["__header__.npy"] = buffer.getvalue()
+        if damage == "lying_leaf":  # declares 10^12 floats and holds a few
+            members["leaf0.npy"] = members["leaf0.npy"].replace(
+                b"'shape': (", b"'shape': (1000000, 1000000, ", 1)
+        with zipfile.ZipFile(path, "w") as archive:
+            for name, data in members.items():
+                archive.writestr(name, data)
+    result = train(config(steps=8), out_dir=tmp_path, resume=True, progress=False)
+    err = capsys.readouterr().err
+    assert err.startswith(f"resume: checkpoint {path}") and "again from step 0" in err
+    straight = Trainer(config(steps=8))
+    straight.run(progress=False)
+    assert result["finished"] and result["curves"] == straight.curves

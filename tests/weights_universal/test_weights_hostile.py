@@ -239,3 +239,125 @@ def test_run_weights_reads_within_its_memory_limit(tmp_path, capsys):
     assert main(["run", "--weights", str(tmp_path / "bad.npz"), "--input", "ab"]) == 1
     assert capsys.readouterr().err == (f"weights error: {tmp_path / 'bad.npz'}: causal: expected "
                                        "true or false, got 'no'\n")
+
+
+def test_a_version_1_file_is_never_trusted_as_validated(tmp_path):
+    """Version 1 has no hash, so its `validated` flag may have been edited: it is refused
+    unless --allow-unvalidated, which says why."""
+    header, arrays = stored(tmp_path)
+    header.update(version=1)
+    del header["sha256"]
+    path = write_npz(tmp_path / "v1.npz", header, arrays)
+    why = ("a version-1 file: it has no hash, so nothing guards its 'validated' flag; compile "
+           "the program again for a checked file")
+    with pytest.raises(WeightsError) as info:
+        load_compiled(path)
+    assert str(info.value) == (f"weights error: {path}: the model is not validated ({why}); "
+                               "--allow-unvalidated uses it anyway")
+    assert load_compiled(path, allow_unvalidated=True)[1] == (
+        f"warning: {path} is NOT validated ({why}); its outputs may be wrong")
+
+
+@pytest.mark.parametrize("outer, recorded", [(True, False), (False, True)])
+def test_validated_flags_that_disagree_are_refused(tmp_path, outer, recorded):
+    model = token_model(validated=recorded)
+    save(model.replace(metadata={**model.metadata, "validated": outer}), tmp_path / "c.npz")
+    with pytest.raises(WeightsError) as info:
+        load_compiled(tmp_path / "c.npz", allow_unvalidated=True)
+    assert str(info.value) == (
+        f"weights error: {tmp_path / 'c.npz'}: its metadata says validated: "
+        f"{str(outer).lower()} but its compile record says validated: "
+        f"{str(recorded).lower()}; the file was edited or is corrupt: compile the program "
+        "again")
+
+
+@pytest.mark.filterwarnings("error")  # a NumPy RuntimeWarning would fail the test
+def test_an_overflowing_forward_pass_is_an_error_naming_the_block(tmp_path, capsys):
+    """Weights near the float64 limit: the MLP's hidden layer overflows to inf. That was
+    printed as a decoded answer with exit 0 and a RuntimeWarning on stderr."""
+    from rasp_sim.cli import main
+
+    huge = MLPBlock(np.full((D, 2), 1e308), np.zeros(2), np.ones((2, D)), np.zeros(D))
+    save(token_model().replace(layers=(huge,)), tmp_path / "m.npz")
+    assert main(["run", "--weights", str(tmp_path / "m.npz"), "--input", "ab"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("weights error: block 0 (MLP): the forward pass overflowed (an "
+                            "infinite or nan value in the residual stream): the weights or "
+                            "inputs are too large for float64\n")
+
+
+def _declare_uncompressed_size(path, member: str, size: int) -> None:
+    """Patch a zip's local and central headers so that `member` declares `size`
+    uncompressed bytes (what a forged file can say)."""
+    data = bytearray(path.read_bytes())
+    name = member.encode()
+    for signature, size_at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        start = data.find(signature)
+        while start >= 0:
+            name_at = start + (30 if signature == b"PK\x03\x04" else 46)
+            if data[name_at:name_at + len(name)] == name:
+                data[start + size_at:start + size_at + 4] = struct.pack("<I", size)
+            start = data.find(signature, start + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_a_lying_compressed_member_costs_no_more_memory_than_its_data(tmp_path):
+    """A deflated member whose zip and .npy headers both declare 1 GiB and which holds a
+    few bytes: it is read as its bytes arrive, not into a 1 GiB buffer allocated first (a
+    1 GB lie peaked at 990 MB). Measured in a fresh process: its peak memory."""
+    import subprocess
+    import sys
+
+    header, arrays = stored(tmp_path)
+    elements = 2**27  # 1 GiB of float64
+    header["unembed"] = {"dense": [elements, 1]}
+    lying = npy(arrays["unembed"], shape=(elements, 1))
+    path = write_npz(tmp_path / "lie.npz", header, arrays, raw={"unembed": lying},
+                     compress=zipfile.ZIP_DEFLATED)
+    npy_header = len(lying) - arrays["unembed"].nbytes
+    _declare_uncompressed_size(path, "unembed.npy", npy_header + 8 * elements)
+    # VmHWM: this process's peak resident memory (ru_maxrss would include the pytest
+    # process's, which survives exec)
+    probe = ("import sys\nfrom rasp_sim.compiler import load_weights\n"
+             "try:\n    load_weights(sys.argv[1])\nexcept Exception as error:\n"
+             "    print(error)\n"
+             "print(next(line.split()[1] for line in open('/proc/self/status')\n"
+             "           if line.startswith('VmHWM:')))")
+    result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                            text=True, check=True)
+    message, peak_kib = result.stdout.strip().splitlines()
+    assert message.startswith(f"weights error: {path}: unembed: ")
+    assert "corrupt or truncated" in message or "truncated (" in message, message
+    assert int(peak_kib) < 300 * 1024  # Python and NumPy take about 60 MiB; the lie 1 GiB
+
+
+def test_a_vocabulary_entry_the_model_has_no_token_for_is_named(tmp_path):
+    """It was a StopIteration (internal error) under verify and universal verify."""
+    save(token_model(vocab=["a", "b", "c"]), tmp_path / "c.npz")
+    with pytest.raises(WeightsError) as info:
+        load_compiled(tmp_path / "c.npz")
+    assert str(info.value) == (f"weights error: {tmp_path / 'c.npz'}: metadata.tracr_compile."
+                               "vocab: 'c' is not one of the model's tokens "
+                               "(input_encoder.tokens)")
+
+
+def test_a_forged_domain_of_10_to_the_15_lengths_is_bounded_before_counting():
+    """A hash-valid record with max_len 10^15 and no position embedding (so nothing else
+    bounds it): universal verify's domain count finishes at once."""
+    from rasp_sim.compiler.tracr_backend.validate import COUNT_CAP, domain_size
+    from rasp_sim.compiler.universal import as_target, check_domain_size
+    from rasp_sim.compiler.universal.errors import UniversalError
+
+    model = token_model(max_len=10**15).replace(pos_embed=None)
+    with pytest.raises(RaspResourceError) as info:
+        check_domain_size(model, 100_000)
+    assert str(info.value) == (
+        f"resource limit: the model's domain has more than {COUNT_CAP:,} inputs (2 tokens, "
+        "lengths 1..1000000000000000), above the limit of 100,000 inputs checked one by one; "
+        "raise it with --max-inputs N")
+    assert domain_size(2, 10**15) == COUNT_CAP + 1 and domain_size(3, 4) == 3 + 9 + 27 + 81
+    assert domain_size(1, 10**15) == 10**15 and domain_size(0, 5) == 0
+    with pytest.raises(UniversalError, match="pos_embed: missing; a compiled token model "
+                                             "embeds positions"):
+        as_target(model)

@@ -1,0 +1,143 @@
+"""Atomic, durable file writes: a file rasp-sim writes is either the old one or the new
+one whole, never a mix, an empty file or a partial archive.
+
+`replacing(path)` hands out a binary file that is not yet `path`; when the block ends
+normally, the data is flushed and fsync'ed, the file takes `path`'s name with
+`os.replace` (atomic on POSIX when both are in one folder, which is why the temporary file
+lives in the target's folder), and the folder is fsync'ed so that the new name survives a
+power cut too. When the block raises (an error, a full disk, KeyboardInterrupt), `path` is
+untouched and the temporary file is removed.
+
+On Linux the temporary file is created unnamed (O_TMPFILE): a process killed with SIGKILL
+while writing leaves nothing behind, since the kernel frees an unnamed file with its last
+descriptor. It gets a name only for the instant between `link` and `os.replace`. Where
+O_TMPFILE is not available (other systems, some file systems), a named `.NAME.*.tmp` file
+in the same folder is used instead, which SIGKILL can leave behind.
+
+Permissions: the file is created with mode 0666 minus the umask, as `open(path, "w")`
+creates one (0644 under umask 022), whatever library writes the data. When `path` already
+exists its permission bits are kept, as writing over it in place would keep them.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+_NEW_FILE_MODE = 0o666  # the kernel applies the umask, as for any open(..., "w")
+# what creating an O_TMPFILE file raises where the kernel or file system lacks it
+_NO_TMPFILE = (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT)
+
+
+def _open_unnamed(folder: Path) -> int | None:
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir("/proc/self/fd"):  # publishing links through /proc
+        return None
+    try:
+        return os.open(folder, flag | os.O_RDWR, _NEW_FILE_MODE)
+    except OSError as error:
+        if error.errno in _NO_TMPFILE:
+            return None
+        raise
+
+
+def _temporary_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+
+
+def _open_named(target: Path) -> tuple[int, Path]:
+    while True:
+        name = _temporary_name(target)
+        try:
+            return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL, _NEW_FILE_MODE), name
+        except FileExistsError:  # 48 random bits taken: draw again
+            continue
+
+
+def _keep_mode(descriptor: int, target: Path) -> None:
+    try:
+        existing = os.stat(target)
+    except OSError:  # no old file (or an unreadable folder entry): the umask rule stands
+        return
+    if stat.S_ISREG(existing.st_mode):
+        os.fchmod(descriptor, stat.S_IMODE(existing.st_mode))
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder that cannot be opened cannot be synced; the rename stands
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:  # some file systems refuse fsync on a folder
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _publish(descriptor: int, staged: Path | None, target: Path) -> None:
+    """Give the written file `target`'s name: rename a named temporary file, or link the
+    unnamed one under a temporary name first (link cannot replace an existing file)."""
+    if staged is None:
+        staged = _temporary_name(target)
+        # linkat(AT_SYMLINK_FOLLOW) on the /proc link names the unnamed file; Python calls
+        # linkat (not link, which would link the /proc entry itself) only when a dir_fd
+        # is given
+        folder = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.link(f"/proc/self/fd/{descriptor}", staged.name, dst_dir_fd=folder,
+                    follow_symlinks=True)
+        finally:
+            os.close(folder)
+    try:
+        os.replace(staged, target)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def replacing(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary file to write `path`'s new contents to; see the module docstring."""
+    target = Path(path)
+    folder = target.parent
+    descriptor = _open_unnamed(folder)
+    staged: Path | None = None
+    if descriptor is None:
+        descriptor, staged = _open_named(target)
+    try:
+        handle = os.fdopen(descriptor, "w+b")
+    except BaseException:
+        os.close(descriptor)
+        if staged is not None:
+            staged.unlink(missing_ok=True)
+        raise
+    published = False
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            _keep_mode(handle.fileno(), target)
+            os.fsync(handle.fileno())
+            _publish(handle.fileno(), staged, target)
+            published = True
+    finally:
+        if staged is not None and not published:
+            staged.unlink(missing_ok=True)
+    _sync_folder(folder)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """`path` holds exactly `data`, replaced atomically."""
+    with replacing(path) as handle:
+        handle.write(data)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """`path` holds `text` in UTF-8, replaced atomically."""
+    write_bytes(path, text.encode("utf-8"))

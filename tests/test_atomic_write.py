@@ -1,0 +1,152 @@
+"""Atomic writes (rasp_sim/atomic_write.py): a file rasp-sim writes is the old one or the
+new one whole, whatever happens during the write: an exception, SIGKILL at any moment, a
+full disk, a second writer."""
+from __future__ import annotations
+
+import os
+import random
+import resource
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rasp_sim.atomic_write import replacing, write_text
+from rasp_sim.compiler import load_weights, save_weights
+from rasp_sim.compiler.universal import Shape, build_random
+from rasp_sim.compiler.weights import HASH_KEY, _stored_form
+
+SHAPE = Shape(dim=4, head_dim=4, out_dim=4, heads=1, layers=1, residual=False, causal=True)
+
+
+def machine(seed: int, m: int = 64):
+    return build_random(SHAPE, seed, False, m)
+
+
+def signature(path: Path) -> str:
+    """A weights file loaded in full (the loader checks its hash), as the SHA-256 of its
+    header and arrays, computed again from what was loaded."""
+    return _stored_form(load_weights(path))[0][HASH_KEY]
+
+
+def rasp_sim(*argv: str, **options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rasp_sim", *argv], capture_output=True,
+                          text=True, **options)
+
+
+def test_a_failed_write_leaves_the_old_file_and_nothing_else(tmp_path):
+    path = tmp_path / "out.txt"
+    write_text(path, "old")
+    for interruption in (ValueError("disk on fire"), KeyboardInterrupt()):
+        with pytest.raises(type(interruption)):
+            with replacing(path) as handle:
+                handle.write(b"half of the new")
+                raise interruption
+    assert path.read_text() == "old"
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_new_files_follow_the_umask_and_old_files_keep_their_mode(tmp_path, suffix):
+    path = tmp_path / f"ut{suffix}"
+    old = os.umask(0o022)
+    try:
+        save_weights(machine(1), path)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        os.umask(0o077)
+        save_weights(machine(1), tmp_path / f"private{suffix}")
+        assert stat.S_IMODE((tmp_path / f"private{suffix}").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+    path.chmod(0o640)
+    save_weights(machine(2), path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert signature(path) == signature_of(machine(2), tmp_path / f"x{suffix}")
+
+
+def signature_of(model, scratch: Path) -> str:
+    save_weights(model, scratch)
+    try:
+        return signature(scratch)
+    finally:
+        scratch.unlink()
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from rasp_sim.compiler import save_weights
+    from rasp_sim.compiler.universal import Shape, build_random
+    shape = Shape(dim=4, head_dim=4, out_dim=4, heads=1, layers=1, residual=False, causal=True)
+    models = [build_random(shape, seed, False, int(sys.argv[2])) for seed in (1, 2)]
+    print("ready", flush=True)
+    turn = 0
+    while True:
+        save_weights(models[turn % 2], sys.argv[1])
+        turn += 1
+""")
+
+
+@pytest.mark.parametrize("suffix,kills", [
+    (".npz", 12), (".safetensors", 12),
+    pytest.param(".npz", 60, marks=pytest.mark.slow),
+    pytest.param(".safetensors", 60, marks=pytest.mark.slow)])
+def test_sigkill_at_random_points_of_writes(tmp_path, suffix, kills):
+    """A writer saves two models in turn to one path, without pause, and is killed after a
+    random delay: the file is always one of the two models, whole (its hash checks), and
+    no temporary file is left."""
+    path = tmp_path / f"model{suffix}"
+    m = 1024  # about 8 MB per file: a write takes tens of ms, so most kills land inside one
+    expected = [signature_of(machine(seed, m), tmp_path / f"ref{suffix}") for seed in (1, 2)]
+    save_weights(machine(1, m), path)
+    chooser = random.Random(22)
+    for _ in range(kills):
+        child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(m)],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        time.sleep(chooser.uniform(0.0, 0.25))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        loaded = signature(path)
+        assert loaded in expected
+        assert os.listdir(tmp_path) == [path.name]
+
+
+def _limit_file_size(limit: int):
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_a_full_disk_keeps_the_old_file(tmp_path, suffix):
+    """RLIMIT_FSIZE below the new file's size: writing fails with EFBIG, as on a full disk
+    (Python ignores SIGXFSZ). A clean error and exit 1; the old file loads unchanged."""
+    path = tmp_path / f"ut{suffix}"
+    small = ["universal", "build", "--heads", "1", "--layers", "1", "--dim", "4"]
+    assert rasp_sim(*small, "--random", "1", "--m", "64", "-o", str(path)).returncode == 0
+    before = path.read_bytes()
+    result = rasp_sim(*small, "--random", "2", "--m", "1024", "-o", str(path),
+                      preexec_fn=_limit_file_size(len(before) + 1000))
+    assert result.returncode == 1, result.stderr
+    assert f"cannot write {path}: File too large" in result.stderr
+    assert "internal error" not in result.stderr
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == [path.name]
+
+
+def test_two_concurrent_writers_leave_one_whole_file(tmp_path):
+    path = tmp_path / "ut.npz"
+    argv = ["universal", "build", "--heads", "1", "--layers", "1", "--dim", "4", "--m", "1024",
+            "-o", str(path), "--random"]
+    expected = [signature_of(machine(seed, 1024), tmp_path / "ref.npz") for seed in (1, 2)]
+    for _ in range(3):
+        writers = [subprocess.Popen([sys.executable, "-m", "rasp_sim", *argv, str(seed)],
+                                    stdout=subprocess.DEVNULL) for seed in (1, 2)]
+        assert [writer.wait() for writer in writers] == [0, 0]
+        loaded = signature(path)
+        assert loaded in expected
+        assert os.listdir(tmp_path) == [path.name]
