@@ -49,6 +49,7 @@ from .errors import (
     source_line,
 )
 from .evaluate import evaluate_one
+from .limits import check_collection_length
 from .parser import parse
 from .program import Program
 from .program_files import read_program, sandbox_refusal
@@ -60,6 +61,10 @@ from .values import (
 # call are bounded (about a dozen), so the Python recursion limit is raised to fit.
 MAX_CALL_DEPTH = 1000
 _PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
+# Most loop and comprehension iterations one top-level statement may run, nested ones
+# included: each costs 5-15 us (measured, 2-core machine), so about 10 s in all. A loop
+# whose length would pass the budget is refused before its first iteration.
+MAX_ITERATIONS = 1_000_000
 
 # The original loads its library as `load "RASP_support/rasplib";`, and a function is
 # labelled by the load name of the file that defined it ("RASP_support/rasplib function").
@@ -156,6 +161,7 @@ class Interpreter:
         self.draw_hook: Callable[[graph.SOp, Any], None] | None = None
         self._checking = False  # the library is known good: the host checks what follows
         self._depth = 0
+        self._iterations = 0  # run by the current top-level statement (MAX_ITERATIONS)
         self._call_sites: list[Span] = []  # the spans of the calls being run, innermost last
         self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
@@ -230,6 +236,7 @@ class Interpreter:
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and let the host show its results."""
         self._user_file = statement.span.file
+        self._iterations = 0
         self._load_results = []  # drops what an interrupted load (Ctrl-C) left unprinted
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
@@ -314,6 +321,7 @@ class Interpreter:
             raise RaspTypeError(
                 f"for loop needs to iterate over a list or dict, but got: {describe(iterable)}"
             )
+        self._spend_iterations(len(iterable), "for loop", node.span)
         for item in list(iterable):
             self._bind_names(env, node.names, item)
             for statement in node.body:  # eager, silent, partial effects persist (6.10)
@@ -643,14 +651,32 @@ class Interpreter:
                 f"{what} comprehension should have got a list or dict to loop over, but got: "
                 + describe(iterable, 40)
             )
+        self._spend_iterations(len(iterable), f"{what} comprehension", node.span)
         return list(iterable)
+
+    def _spend_iterations(self, count: int, what: str, span: Span) -> None:
+        """Count a loop's `count` iterations against MAX_ITERATIONS, before it runs."""
+        self._iterations += count
+        if self._iterations > MAX_ITERATIONS:
+            raise RaspResourceError(
+                f"this {what} of {count:,} iterations would take the statement's loops and "
+                f"comprehensions past {MAX_ITERATIONS:,} iterations, the limit "
+                "(rasp_sim.interpreter.MAX_ITERATIONS)", span)
 
     def _eval_list_comp(self, node: ast.ListComprehension, env: Environment) -> Any:
         result = []
+        size = 0  # the elements of the strings and lists it holds (MAX_COLLECTION_LENGTH)
         for item in self._comprehension_items(node, env, "list"):
             scope = env.child()  # comprehension names vanish afterwards (6.9)
             self._bind_names(scope, node.names, item)
-            result.append(self._eval(node.element, scope))
+            element = self._eval(node.element, scope)
+            if isinstance(element, (str, list, dict)):
+                size += len(element)
+                try:
+                    check_collection_length(size, "this list comprehension's elements")
+                except RaspResourceError as error:
+                    raise error.with_span(node.span) from None
+            result.append(element)
         return result
 
     def _eval_dict_comp(self, node: ast.DictComprehension, env: Environment) -> Any:

@@ -15,7 +15,7 @@ from ..graph import SOp
 from . import UsageError
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option,
+    add_unvalidated_option, sample_count, seed_number,
 )
 from .program import at_call_site, binding_span, load_named_node
 
@@ -81,11 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_validation_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--samples", type=int, default=None, metavar="K",
+    parser.add_argument("--samples", type=sample_count, default=None, metavar="K",
                         help="random inputs to validate on when the domain has more than "
                         "100000 (default 10000; numeric-token models: 300 per length range, "
                         "their domain is never exhausted)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random sample")
+    parser.add_argument("--seed", type=seed_number, default=0, help="seed of the random sample")
     add_json_option(parser)
     add_sandbox_option(parser)
 
@@ -109,8 +109,6 @@ def _backend():  # type: ignore[no-untyped-def]
 
 
 def run_compile(args: argparse.Namespace) -> int:
-    if args.samples is not None and args.samples < 1:
-        raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = load_sop(args.file, args.name, args.sandbox)
     numeric = None
@@ -168,8 +166,6 @@ def _token_range(text: str) -> tuple[float, float]:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    if args.samples is not None and args.samples < 1:
-        raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = load_sop(args.file, args.name, args.sandbox)
     from rasp_sim.compiler import load_compiled
