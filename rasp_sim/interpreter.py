@@ -78,6 +78,11 @@ def _stdlib_program() -> ast.Program:
     return parse(text, file="<stdlib>")
 
 
+def _short_name(name: str) -> str:
+    """A load name for a message: a 5,000-character one is cut."""
+    return repr(name) if len(name) <= 80 else f"{name[:60]!r}... ({len(name):,} characters)"
+
+
 def _library_folder() -> Path | None:
     try:
         return Path(str(importlib.resources.files("rasp_sim.programs")))
@@ -384,6 +389,9 @@ class Interpreter:
     # ------------------------------------------------------------------ load
 
     def _find_file(self, name: str, span: Span) -> Path:
+        if "\0" in name:  # no file name holds one: the OS would refuse it
+            raise RaspLoadError(f"cannot load {name!r}: a file name cannot contain a NUL "
+                                "character", span)
         filename = name + ".rasp"
         library = _library_folder()
         # The current folder, as the original (relative, so messages stay short); a
@@ -399,17 +407,27 @@ class Interpreter:
             folders.append(self._sandbox)
         if library is not None:
             folders.append(library)  # extension: the bundled library, `load "linalg";`
-        roots = [] if self._sandbox is None else [
-            self._sandbox, *([library.resolve()] if library is not None else [])]
+        roots = self._sandbox_roots() or []
         for folder in folders:
             candidate = folder / filename
             if self._sandbox is not None:
                 refusal = sandbox_refusal(candidate, roots)
                 if refusal is not None:
                     raise RaspLoadError(f"--sandbox refuses to load {name!r}: {refusal}", span)
-            if candidate.exists():  # not only regular files: read_program says what is wrong
-                return candidate
+            try:
+                if candidate.exists():  # not only regular files: read_program says what
+                    return candidate
+            except OSError as error:  # a name too long for the file system
+                raise RaspLoadError(f"cannot load {_short_name(name)}: {error.strerror}",
+                                    span) from None
         raise RaspLoadError(f"could not find file: {filename}", span)
+
+    def _sandbox_roots(self) -> list[Path] | None:
+        """The folders `--sandbox` lets `load` read (None without a sandbox)."""
+        if self._sandbox is None:
+            return None
+        library = _library_folder()
+        return [self._sandbox, *([library.resolve()] if library is not None else [])]
 
     def _check_cycle(self, path: Path, span: Span) -> None:
         """A file that (indirectly) loads itself would recurse until the stack runs out;
@@ -424,7 +442,8 @@ class Interpreter:
         """Run `name.rasp` in a fresh child of the base scope, exporting to `env` (6.13)."""
         path = self._find_file(name, span)
         self._check_cycle(path, span)
-        program = parse(read_program(path, at=span), str(path), strict=self.strict)
+        program = parse(read_program(path, at=span, inside=self._sandbox_roots()), str(path),
+                        strict=self.strict)
         file_env = Environment(self.base, name=name, exporter=env)
         saved = (self.settings.sop_examples, self.settings.selector_examples)
         self.settings.sop_examples = self.settings.selector_examples = False

@@ -16,6 +16,7 @@ import traceback
 from typing import NamedTuple, Sequence
 
 from ..errors import RaspError
+from .streams import OutputFailed, guarded_stdout, silence_stdout
 
 
 class Command(NamedTuple):
@@ -149,16 +150,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv  # known before parsing, for errors that parsing raises
     try:
-        command = chosen_command(argv)
-        one_blas_thread_unless_needed(command)
-        parser = build_parser(command)
-        args = parser.parse_args(join_dash_values(argv, parser))
-        return _run(parser, args)
+        with guarded_stdout():
+            command = chosen_command(argv)
+            one_blas_thread_unless_needed(command)
+            parser = build_parser(command)
+            args = parser.parse_args(join_dash_values(argv, parser))
+            code = _run(parser, args)
+            sys.stdout.flush()  # a full disk shows here, not at exit
+            return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
+    except (BrokenPipeError, OutputFailed) as error:
+        silence_stdout()
+        if isinstance(error, BrokenPipeError) or error.broken_pipe:
+            return EXIT_OK
+        if sys.stderr is not None:
+            print(f"rasp-sim: cannot write the output: {error}", file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
     except Exception as error:  # noqa: BLE001: the last resort; every known error is handled below
         if debug:
             traceback.print_exc()

@@ -6,7 +6,7 @@ so the rest of the CLI starts without it. See COMPILER.md and the README's "Comp
 from __future__ import annotations
 
 import argparse
-import json
+from .json_text import json_text
 import math
 import sys
 
@@ -138,7 +138,7 @@ def run_compile(args: argparse.Namespace) -> int:
                "validated": result.report.ok, "tracr_oracle": args.check_tracr,
                "validation": result.report.as_metadata()}
     if args.json:
-        print(json.dumps(summary))
+        print(json_text(summary))
     else:
         v = result.report
         print(f"{args.name}: {summary['layers']} layers, {summary['heads']} heads, residual "
@@ -176,7 +176,7 @@ def run_verify(args: argparse.Namespace) -> int:
     report = driver.verify(model, root, samples=args.samples, seed=args.seed,
                            progress=sys.stderr.isatty())
     if args.json:
-        print(json.dumps(report.as_metadata()))
+        print(json_text(report.as_metadata()))
     else:
         print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
               f"{report.compared} inputs, max numerical error {report.max_numeric_error:.3g}")

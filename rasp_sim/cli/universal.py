@@ -20,7 +20,7 @@ other subcommands start fast.
 from __future__ import annotations
 
 import argparse
-import json
+from .json_text import json_text
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -134,7 +134,7 @@ def _compiled(path: str, limit: int):
 
 def _emit(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(result))
+        print(json_text(result))
         return
     for key, value in result.items():
         if isinstance(value, dict):
