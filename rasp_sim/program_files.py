@@ -40,20 +40,14 @@ def read_program(path: str | os.PathLike, at: Span | None = None,
     """
     path = Path(path)
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd, info = open_regular(path, "program")
     except (OSError, ValueError) as error:  # ValueError: a NUL in the name
         raise _failure(RaspLoadError, path, at, _os_reason(error)) from None
     try:
-        info = os.fstat(fd)
         if inside is not None:
             refusal = _refusal(path, opened_path(fd, path, info), inside)
             if refusal is not None:
                 raise _failure(RaspLoadError, path, at, f"--sandbox refuses it: {refusal}")
-        if stat.S_ISDIR(info.st_mode):
-            raise _failure(RaspLoadError, path, at, "a directory, not a program file")
-        if not stat.S_ISREG(info.st_mode):
-            raise _failure(RaspLoadError, path, at, "not a regular file (a FIFO, socket or "
-                           "device): only regular files are read as programs")
         _check_size(info.st_size, path, at, exact=True)
         with open(fd, "rb", closefd=False) as stream:
             data = stream.read(MAX_PROGRAM_BYTES + 1)  # the file may grow after fstat
@@ -72,6 +66,42 @@ def read_program(path: str | os.PathLike, at: Span | None = None,
         raise _failure(RaspLoadError, path, at,
                        f"not UTF-8 text: byte 0x{data[error.start]:02x} cannot be decoded "
                        "(program files must be UTF-8)", line, column) from None
+
+
+class NotRegularFile(OSError):
+    """A path that names a directory, FIFO, socket or device, where a file is read."""
+
+
+def open_regular(path: str | os.PathLike, what: str) -> tuple[int, os.stat_result]:
+    """A descriptor open for reading on the regular file `path`, and its status. The
+    open does not block (a FIFO would wait for a writer) and the type is checked on the
+    descriptor itself; NotRegularFile (the descriptor closed) for anything else, its
+    message saying what `path` is instead of a `what` file."""
+    fd = os.open(path, _OPEN_FLAGS)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise NotRegularFile(not_regular_reason(info, what))
+    return fd, info
+
+
+def not_regular_reason(info: os.stat_result, what: str) -> str:
+    if stat.S_ISDIR(info.st_mode):
+        return f"a directory, not {'an' if what[0] in 'aeiou' else 'a'} {what} file"
+    return (f"not a regular file (a FIFO, socket or device): only regular files are read "
+            f"as {what} files")
+
+
+def check_regular(path: str | os.PathLike, what: str) -> None:
+    """RaspLoadError, naming `path`, unless it is a regular file or missing (a missing
+    file is its reader's to report). `stat` does not block on a FIFO, so readers that
+    open the file themselves are protected from hanging on one."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise RaspLoadError(not_regular_reason(info, what), Span.whole_file(str(path)))
 
 
 def sandbox_refusal(candidate: Path, roots: Sequence[Path]) -> str | None:
@@ -120,6 +150,8 @@ def _check_size(size: int, path: Path, at: Span | None, *, exact: bool) -> None:
 
 
 def _os_reason(error: OSError | ValueError) -> str:
+    if isinstance(error, NotRegularFile):
+        return str(error)
     reason = getattr(error, "strerror", None) or error
     return f"cannot read it: {reason}"
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from .json_text import json_text
 
+from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
     chosen_name, refuse_options,

@@ -6,13 +6,14 @@ so the rest of the CLI starts without it. See COMPILER.md and the README's "Comp
 from __future__ import annotations
 
 import argparse
-from .json_text import json_text
 import math
 import sys
 
 from ..errors import RaspError
 from ..graph import SOp
+from ..program_files import check_regular
 from . import UsageError
+from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
     add_unvalidated_option, sample_count, seed_number,
@@ -170,6 +171,7 @@ def run_verify(args: argparse.Namespace) -> int:
     root = load_sop(args.file, args.name, args.sandbox)
     from rasp_sim.compiler import load_compiled
 
+    check_regular(args.model, "weights")  # a FIFO would block the loader
     model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)

@@ -20,7 +20,6 @@ other subcommands start fast.
 from __future__ import annotations
 
 import argparse
-from .json_text import json_text
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +27,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import RaspError
+from ..program_files import check_regular
 from . import UsageError
+from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
     positive,
@@ -84,6 +85,7 @@ def _save_array(path: str, matrix: np.ndarray) -> None:
 def _loaded(path: str, limit: int):
     from rasp_sim.compiler import load_weights as load
 
+    check_regular(path, "weights")  # a FIFO would block the loader
     return load(path, limit)
 
 
@@ -255,6 +257,7 @@ def _load_embedding(path: str, embedding):
 
     from rasp_sim.compiler import NpyFile, WeightsError, in_file
 
+    check_regular(path, "embedding")  # a FIFO would block the reader
     try:
         with NpyFile(path, "embedding") as stored:
             expected = embedding.matrix.shape
