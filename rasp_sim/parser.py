@@ -39,9 +39,8 @@ GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 # ------------------------------------------------------------------ `set example E` closer
 
-_OPENERS, _CLOSERS = OPENERS, CLOSERS
 # Tokens an expression can end with.
-_ENDS_OPERAND = frozenset({"ID", "INT", "FLOAT", "FLOAT_EXP", "STRING"}) | _CLOSERS
+_ENDS_OPERAND = frozenset({"ID", "INT", "FLOAT", "FLOAT_EXP", "STRING"}) | CLOSERS
 # Tokens that extend a complete expression on the same line.
 _CONTINUES = frozenset({
     "AND", "OR", "EQ", "NE", "LE", "GE", "LT", "GT", "PLUS", "MINUS", "STAR", "SLASH",
@@ -96,7 +95,7 @@ class _SetExampleState:
         elif tok.type not in ("S_OP", "SELECTOR"):
             self.armed = False
         if self.watching:
-            self.depth += (tok.type in _OPENERS) - (tok.type in _CLOSERS)
+            self.depth += (tok.type in OPENERS) - (tok.type in CLOSERS)
             if self.depth == 0 and tok.type in ("IF", "ELSE"):
                 self.open_ifs += 1 if tok.type == "IF" else -1
             if self.depth < 0 or tok.type == "SEMICOLON":

@@ -1,10 +1,10 @@
 """Limits on the size and shape of program text, checked token by token as it is lexed.
 
 Lark's LALR parser keeps its stacks in lists, but the parse tree, the AST and the
-interpreter's walk of it grow with the program: about 20 microseconds and 850 bytes per
-token on a 2-core machine (measured with tracemalloc on the shapes in
-tests/test_source_limits.py), and one or two Python frames per level of nesting in the
-interpreter. Two checks bound that work by the limits below, not by the text:
+interpreter's walk of it grow with the program: 20 to 80 microseconds a token (the
+second on a loaded 2-core machine) and up to 850 bytes a token (tracemalloc, on long
+sums, unary chains, lists, calls and many short statements), and two Python frames per
+level of nesting in the interpreter. Two checks bound that work by the limits below, not by the text:
 
 - `count_tokens` counts the text's tokens with one regular expression before Lark sees
   it, stopping at the limit: about 20 times faster than Lark's lexer and 150 times
@@ -27,13 +27,15 @@ from lark import Token
 # own parser stops at 200 nested parentheses too.
 MAX_NESTING_DEPTH = 200
 # Most tokens in one statement (from one `;` to the next). An expression's AST is at
-# most this deep, and the interpreter walks 20,000 levels within its recursion limit
-# (rasp_sim.interpreter.MAX_CALL_DEPTH), so no statement can reach that limit by size.
+# most this deep, and the interpreter walks about 20,000 levels within the Python
+# recursion limit it sets (measured: a chain of 13,000 unary minuses runs, 30,000 does
+# not), so no statement reaches that limit by its size alone.
 MAX_STATEMENT_TOKENS = 10_000
 # Most statements in one program (or one chunk of REPL input).
 MAX_STATEMENTS = 20_000
-# Most tokens (comments included) in one program: parsing 100,000 tokens took 3 to 8 s
-# and peaked at about 100 MB (tests/test_source_limits.py states the shapes).
+# Most tokens (comments included) in one program: 25,000 statements `x=1;` (100,000
+# tokens) parsed in 7.8 s on a loaded 2-core machine with a peak RSS of 122 MB (65 MB of
+# it the interpreter itself); a 10 MiB program of 100,000 tokens (long strings) in 4.3 s.
 MAX_PROGRAM_TOKENS = 100_000
 
 # Words, numbers, strings, comments, two-character operators, any other character: at

@@ -123,7 +123,7 @@ def run_case(number: int, workdir: Path) -> None:
     try:
         with _bounded(SECONDS_PER_CASE, EXTRA_ADDRESS_SPACE), \
                 contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):  # type: ignore[type-var]
-            code = main(argv)
+            code: int | str | None = main(argv)
     except CaseTimeout:
         pytest.fail(f"{described}: no answer within {SECONDS_PER_CASE} s")
     except SystemExit as exit_:  # argparse's usage errors
