@@ -35,7 +35,6 @@ def _integer(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str
 
 
 positive = _integer(1, "a positive integer")
-non_negative = _integer(0, "an integer >= 0")
 # NumPy's and JAX's generators take seeds of 32 bits and more; 2^32 - 1 fits every one.
 seed_number = _integer(0, "a seed, an integer >= 0", 2**32 - 1)
 # Random inputs a validation draws: each is run through the interpreter and the model

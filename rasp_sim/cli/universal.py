@@ -31,8 +31,8 @@ from ..program_files import check_regular
 from . import UsageError
 from .json_text import json_text
 from .options import (
-    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
-    positive,
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, positive,
+    seed_number,
 )
 
 
@@ -393,7 +393,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _shape_options(build_parser, required=False)
     build_parser.add_argument("--tied", action="store_true",
                               help="looped: the same weights in every layer")
-    build_parser.add_argument("--random", type=non_negative, metavar="SEED",
+    build_parser.add_argument("--random", type=seed_number, metavar="SEED",
                               help="i.i.d. Gaussian weights from SEED instead of the sparse "
                               "{0,1} construction")
     build_parser.add_argument("--m", type=positive, metavar="M",
@@ -403,7 +403,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     target_parser = commands.add_parser("target", help="write a random target transformer")
     _shape_options(target_parser)
-    target_parser.add_argument("--seed", type=non_negative, required=True, help="random seed")
+    target_parser.add_argument("--seed", type=seed_number, required=True, help="random seed")
     _output_options(target_parser, "the target (.npz)")
     target_parser.set_defaults(handler=target)
 
@@ -424,7 +424,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--batch", type=positive, default=None,
                              help="sequences per length (default 4); for a compiled model, "
                              f"inputs per forward pass (default {COMPILED_BATCH})")
-            sub.add_argument("--seed", type=non_negative, default=None,
+            sub.add_argument("--seed", type=seed_number, default=None,
                              help="seed of the random inputs (default 0)")
             sub.add_argument("--program", metavar="FILE",
                              help="a compiled model: the .rasp program to compare with "
