@@ -78,6 +78,19 @@ def _stdlib_program() -> ast.Program:
     return parse(text, file="<stdlib>")
 
 
+def _grown(size: int, element: Any, what: str, span: Span) -> int:
+    """A comprehension's size after adding `element`: the elements of the strings, lists
+    and dicts it holds, refused past MAX_COLLECTION_LENGTH (each is bounded alone, but a
+    comprehension of a million 10-million-character strings is not)."""
+    if isinstance(element, (str, list, dict)):
+        size += len(element)
+        try:
+            check_collection_length(size, f"this {what} comprehension's elements")
+        except RaspResourceError as error:
+            raise error.with_span(span) from None
+    return size
+
+
 def _short_name(name: str) -> str:
     """A load name for a message: a 5,000-character one is cut."""
     return repr(name) if len(name) <= 80 else f"{name[:60]!r}... ({len(name):,} characters)"
@@ -689,22 +702,20 @@ class Interpreter:
             scope = env.child()  # comprehension names vanish afterwards (6.9)
             self._bind_names(scope, node.names, item)
             element = self._eval(node.element, scope)
-            if isinstance(element, (str, list, dict)):
-                size += len(element)
-                try:
-                    check_collection_length(size, "this list comprehension's elements")
-                except RaspResourceError as error:
-                    raise error.with_span(node.span) from None
+            size = _grown(size, element, "list", node.span)
             result.append(element)
         return result
 
     def _eval_dict_comp(self, node: ast.DictComprehension, env: Environment) -> Any:
         result = {}
+        size = 0
         for item in self._comprehension_items(node, env, "dict"):
             scope = env.child()
             self._bind_names(scope, node.names, item)
             key = self._dict_key(node.key, scope)
-            result[key] = self._eval(node.value, scope)
+            value = self._eval(node.value, scope)
+            size = _grown(size, value, "dict", node.span)
+            result[key] = value
         return result
 
     def _bind_names(self, env: Environment, names: tuple[str, ...], item: Any) -> None:

@@ -36,9 +36,11 @@ def test_nested_comprehensions_count_together():
     assert error.span.column == 6  # the inner comprehension
 
 
-def test_string_doubling_in_a_comprehension_is_refused_as_it_grows():
-    error = _refusal('x = ["ab" * 10^6 for i in range(100)];')
-    assert "this list comprehension's elements would have" in error.message
+@pytest.mark.parametrize("text, what", [('x = ["ab" * 10^6 for i in range(100)];', "list"),
+                                        ('x = {i: "ab" * 10^6 for i in range(100)};', "dict")])
+def test_string_doubling_in_a_comprehension_is_refused_as_it_grows(text, what):
+    error = _refusal(text)
+    assert f"this {what} comprehension's elements would have 12,000,000" in error.message
     assert f"{MAX_COLLECTION_LENGTH:,}" in error.message
     assert error.span.column == 5
 
