@@ -49,6 +49,7 @@ from .errors import (
     source_line,
 )
 from .evaluate import evaluate_one
+from .limits import check_collection_length
 from .parser import parse
 from .program import Program
 from .program_files import read_program, sandbox_refusal
@@ -60,6 +61,10 @@ from .values import (
 # call are bounded (about a dozen), so the Python recursion limit is raised to fit.
 MAX_CALL_DEPTH = 1000
 _PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
+# Most loop and comprehension iterations one top-level statement may run, nested ones
+# included: each costs 5-15 us (measured, 2-core machine), so about 10 s in all. A loop
+# whose length would pass the budget is refused before its first iteration.
+MAX_ITERATIONS = 1_000_000
 
 # The original loads its library as `load "RASP_support/rasplib";`, and a function is
 # labelled by the load name of the file that defined it ("RASP_support/rasplib function").
@@ -71,6 +76,24 @@ def _stdlib_program() -> ast.Program:
     """The standard library's AST, parsed once per process."""
     text = importlib.resources.files("rasp_sim").joinpath("stdlib.rasp").read_text()
     return parse(text, file="<stdlib>")
+
+
+def _grown(size: int, element: Any, what: str, span: Span) -> int:
+    """A comprehension's size after adding `element`: the elements of the strings, lists
+    and dicts it holds, refused past MAX_COLLECTION_LENGTH (each is bounded alone, but a
+    comprehension of a million 10-million-character strings is not)."""
+    if isinstance(element, (str, list, dict)):
+        size += len(element)
+        try:
+            check_collection_length(size, f"this {what} comprehension's elements")
+        except RaspResourceError as error:
+            raise error.with_span(span) from None
+    return size
+
+
+def _short_name(name: str) -> str:
+    """A load name for a message: a 5,000-character one is cut."""
+    return repr(name) if len(name) <= 80 else f"{name[:60]!r}... ({len(name):,} characters)"
 
 
 def _library_folder() -> Path | None:
@@ -156,6 +179,7 @@ class Interpreter:
         self.draw_hook: Callable[[graph.SOp, Any], None] | None = None
         self._checking = False  # the library is known good: the host checks what follows
         self._depth = 0
+        self._iterations = 0  # run by the current top-level statement (MAX_ITERATIONS)
         self._call_sites: list[Span] = []  # the spans of the calls being run, innermost last
         self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
@@ -230,6 +254,7 @@ class Interpreter:
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and let the host show its results."""
         self._user_file = statement.span.file
+        self._iterations = 0
         self._load_results = []  # drops what an interrupted load (Ctrl-C) left unprinted
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
@@ -314,6 +339,7 @@ class Interpreter:
             raise RaspTypeError(
                 f"for loop needs to iterate over a list or dict, but got: {describe(iterable)}"
             )
+        self._spend_iterations(len(iterable), "for loop", node.span)
         for item in list(iterable):
             self._bind_names(env, node.names, item)
             for statement in node.body:  # eager, silent, partial effects persist (6.10)
@@ -376,6 +402,9 @@ class Interpreter:
     # ------------------------------------------------------------------ load
 
     def _find_file(self, name: str, span: Span) -> Path:
+        if "\0" in name:  # no file name holds one: the OS would refuse it
+            raise RaspLoadError(f"cannot load {name!r}: a file name cannot contain a NUL "
+                                "character", span)
         filename = name + ".rasp"
         library = _library_folder()
         # The current folder, as the original (relative, so messages stay short); a
@@ -391,17 +420,27 @@ class Interpreter:
             folders.append(self._sandbox)
         if library is not None:
             folders.append(library)  # extension: the bundled library, `load "linalg";`
-        roots = [] if self._sandbox is None else [
-            self._sandbox, *([library.resolve()] if library is not None else [])]
+        roots = self._sandbox_roots() or []
         for folder in folders:
             candidate = folder / filename
             if self._sandbox is not None:
                 refusal = sandbox_refusal(candidate, roots)
                 if refusal is not None:
                     raise RaspLoadError(f"--sandbox refuses to load {name!r}: {refusal}", span)
-            if candidate.exists():  # not only regular files: read_program says what is wrong
-                return candidate
+            try:
+                if candidate.exists():  # not only regular files: read_program says what
+                    return candidate
+            except OSError as error:  # a name too long for the file system
+                raise RaspLoadError(f"cannot load {_short_name(name)}: {error.strerror}",
+                                    span) from None
         raise RaspLoadError(f"could not find file: {filename}", span)
+
+    def _sandbox_roots(self) -> list[Path] | None:
+        """The folders `--sandbox` lets `load` read (None without a sandbox)."""
+        if self._sandbox is None:
+            return None
+        library = _library_folder()
+        return [self._sandbox, *([library.resolve()] if library is not None else [])]
 
     def _check_cycle(self, path: Path, span: Span) -> None:
         """A file that (indirectly) loads itself would recurse until the stack runs out;
@@ -416,7 +455,8 @@ class Interpreter:
         """Run `name.rasp` in a fresh child of the base scope, exporting to `env` (6.13)."""
         path = self._find_file(name, span)
         self._check_cycle(path, span)
-        program = parse(read_program(path, at=span), str(path), strict=self.strict)
+        program = parse(read_program(path, at=span, inside=self._sandbox_roots()), str(path),
+                        strict=self.strict)
         file_env = Environment(self.base, name=name, exporter=env)
         saved = (self.settings.sop_examples, self.settings.selector_examples)
         self.settings.sop_examples = self.settings.selector_examples = False
@@ -643,23 +683,39 @@ class Interpreter:
                 f"{what} comprehension should have got a list or dict to loop over, but got: "
                 + describe(iterable, 40)
             )
+        self._spend_iterations(len(iterable), f"{what} comprehension", node.span)
         return list(iterable)
+
+    def _spend_iterations(self, count: int, what: str, span: Span) -> None:
+        """Count a loop's `count` iterations against MAX_ITERATIONS, before it runs."""
+        self._iterations += count
+        if self._iterations > MAX_ITERATIONS:
+            raise RaspResourceError(
+                f"this {what} of {count:,} iterations would take the statement's loops and "
+                f"comprehensions past {MAX_ITERATIONS:,} iterations, the limit "
+                "(rasp_sim.interpreter.MAX_ITERATIONS)", span)
 
     def _eval_list_comp(self, node: ast.ListComprehension, env: Environment) -> Any:
         result = []
+        size = 0  # the elements of the strings and lists it holds (MAX_COLLECTION_LENGTH)
         for item in self._comprehension_items(node, env, "list"):
             scope = env.child()  # comprehension names vanish afterwards (6.9)
             self._bind_names(scope, node.names, item)
-            result.append(self._eval(node.element, scope))
+            element = self._eval(node.element, scope)
+            size = _grown(size, element, "list", node.span)
+            result.append(element)
         return result
 
     def _eval_dict_comp(self, node: ast.DictComprehension, env: Environment) -> Any:
         result = {}
+        size = 0
         for item in self._comprehension_items(node, env, "dict"):
             scope = env.child()
             self._bind_names(scope, node.names, item)
             key = self._dict_key(node.key, scope)
-            result[key] = self._eval(node.value, scope)
+            value = self._eval(node.value, scope)
+            size = _grown(size, value, "dict", node.span)
+            result[key] = value
         return result
 
     def _bind_names(self, env: Environment, names: tuple[str, ...], item: Any) -> None:

@@ -28,21 +28,19 @@ from lark.exceptions import (
 )
 
 from . import ast
-from .errors import RaspSyntaxError, Source, Span
+from .errors import RaspResourceError, RaspSyntaxError, Source, Span
 from .limits import MAX_INT_BITS, MAX_INT_DIGITS
+from .source_limits import (
+    CLOSERS, MAX_PROGRAM_TOKENS, OPENERS, OverLimit, SourceBudget, count_tokens, too_many_tokens,
+)
 from .syntax_messages import syntax_error
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 # ------------------------------------------------------------------ `set example E` closer
 
-_OPENERS = frozenset({
-    "LPAR", "LSQB", "LBRACE", "SELECT_OPEN", "AGGREGATE_OPEN", "RANGE_OPEN", "ZIP_OPEN",
-    "LEN_OPEN",
-})
-_CLOSERS = frozenset({"RPAR", "RSQB", "RBRACE"})
 # Tokens an expression can end with.
-_ENDS_OPERAND = frozenset({"ID", "INT", "FLOAT", "FLOAT_EXP", "STRING"}) | _CLOSERS
+_ENDS_OPERAND = frozenset({"ID", "INT", "FLOAT", "FLOAT_EXP", "STRING"}) | CLOSERS
 # Tokens that extend a complete expression on the same line.
 _CONTINUES = frozenset({
     "AND", "OR", "EQ", "NE", "LE", "GE", "LT", "GT", "PLUS", "MINUS", "STAR", "SLASH",
@@ -64,7 +62,9 @@ class _SetExampleCloser:
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         state = _SetExampleState()
+        budget = SourceBudget()  # refuses the text at the first token past a limit
         for tok in stream:
+            budget.check(tok)
             yield from state.feed(tok)
         yield from state.finish()
 
@@ -95,7 +95,7 @@ class _SetExampleState:
         elif tok.type not in ("S_OP", "SELECTOR"):
             self.armed = False
         if self.watching:
-            self.depth += (tok.type in _OPENERS) - (tok.type in _CLOSERS)
+            self.depth += (tok.type in OPENERS) - (tok.type in CLOSERS)
             if self.depth == 0 and tok.type in ("IF", "ELSE"):
                 self.open_ifs += 1 if tok.type == "IF" else -1
             if self.depth < 0 or tok.type == "SEMICOLON":
@@ -156,9 +156,7 @@ class _Builder(Transformer_NonRecursive):
         return Span(self.source, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def _token_span(self, tok: Token) -> Span:
-        first, last = _lines(tok)
-        assert tok.column is not None and tok.end_column is not None
-        return Span(self.source, first, tok.column, last, tok.end_column)
+        return _token_span(self.source, tok)
 
     def _reject(self, message: str, tok: Token) -> RaspSyntaxError:
         return RaspSyntaxError(message, self._token_span(tok))
@@ -335,10 +333,17 @@ class _Builder(Transformer_NonRecursive):
 
 def _run(text: str, file: str, strict: bool, start: str):
     source = Source(file, text)  # shared by every span of this parse
+    tokens, offset = count_tokens(text)
+    if tokens > MAX_PROGRAM_TOKENS:
+        line = text.count("\n", 0, offset) + 1
+        column = offset - text.rfind("\n", 0, offset)
+        raise RaspResourceError(too_many_tokens(), Span(source, line, column, line, column + 1))
     try:
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as exc:
         raise syntax_error(exc, source) from None
+    except OverLimit as exc:
+        raise RaspResourceError(exc.message, _token_span(source, exc.token)) from None
     try:
         return _Builder(source, strict).transform(tree)
     except VisitError as exc:
@@ -384,8 +389,9 @@ class IncrementalCheck:
         conf.callbacks = {}
         self._parser.parser_state.parse_conf = conf
         self._closer = _SetExampleState()
+        self._budget = SourceBudget()
         self._lines = 0
-        self._failed = False  # a syntax error: complete, parse() reports it
+        self._failed = False  # a syntax error or a limit: complete, parse() reports it
 
     def add_line(self, line: str) -> bool:
         """Add one line (without its line break); True while the text is unfinished."""
@@ -395,9 +401,10 @@ class IncrementalCheck:
         try:
             for tok in LexerThread.from_text(_line_lexer(), line).lex(None):
                 tok.line, tok.end_line = self._lines, self._lines
+                self._budget.check(tok)
                 for passed in self._closer.feed(tok):
                     self._parser.feed_token(passed)
-        except (UnexpectedToken, UnexpectedCharacters):
+        except (UnexpectedToken, UnexpectedCharacters, OverLimit):
             self._failed = True
             return False
         probe = self._parser.copy(deepcopy_values=False)  # a copy of the stacks only
@@ -414,6 +421,12 @@ class IncrementalCheck:
 def _line_lexer() -> BasicLexer:
     """The parser's lexer without the post-lexer (`IncrementalCheck` runs the closer)."""
     return BasicLexer(_lark().lexer_conf)
+
+
+def _token_span(source: Source, tok: Token) -> Span:
+    first, last = _lines(tok)
+    assert tok.column is not None and tok.end_column is not None
+    return Span(source, first, tok.column, last, tok.end_column)
 
 
 def _lines(tok: Token) -> tuple[int, int]:

@@ -145,7 +145,7 @@ def test_inputs_file_that_is_a_directory(capsys, tmp_path):
     program = write(tmp_path, "y = tokens;\n")
     code, _, err = run_cli(capsys, "run", program, "--inputs", str(tmp_path))
     assert code == 1
-    assert err == f"load error: cannot read inputs file {tmp_path}: Is a directory\n"
+    assert err == f"load error: cannot read inputs file {tmp_path}: a directory, not an inputs file\n"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files without permission")

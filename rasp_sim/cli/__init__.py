@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Iterator, NamedTuple, Sequence
 
 from ..errors import RaspError
+from .streams import OutputFailed, guarded_stdout, silence_stdout
 
 
 class Command(NamedTuple):
@@ -155,20 +156,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv  # known before parsing, for errors that parsing raises
     try:
-        command = chosen_command(argv)
-        one_blas_thread_unless_needed(command)
-        parser = build_parser(command)
-        args = parser.parse_args(join_dash_values(argv, parser))
-        with _remembering_interrupts() as seen:
-            code = _run(parser, args)
-        if seen and not getattr(args, "handles_interrupts", False):
-            raise KeyboardInterrupt  # one that a library swallowed: still an interruption
-        return code
+        with guarded_stdout():
+            command = chosen_command(argv)
+            one_blas_thread_unless_needed(command)
+            parser = build_parser(command)
+            args = parser.parse_args(join_dash_values(argv, parser))
+            with _remembering_interrupts() as seen:
+                code = _run(parser, args)
+            if seen and not getattr(args, "handles_interrupts", False):
+                raise KeyboardInterrupt  # one that a library swallowed: still an interruption
+            sys.stdout.flush()  # a full disk shows here, not at exit
+            return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return EXIT_OK
+    except (BrokenPipeError, OutputFailed) as error:
+        silence_stdout()
+        if isinstance(error, BrokenPipeError) or error.broken_pipe:
+            return EXIT_OK
+        if sys.stderr is not None:
+            print(f"rasp-sim: cannot write the output: {error}", file=sys.stderr)
+        return EXIT_PROGRAM_ERROR
     except Exception as error:  # noqa: BLE001: the last resort; every known error is handled below
         if _raised_while_interrupted(error):
             print("interrupted", file=sys.stderr)

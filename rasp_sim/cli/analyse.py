@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
     chosen_name, refuse_options, refuse_overwriting_input,
@@ -50,7 +50,7 @@ def run_analyse(args: argparse.Namespace) -> int:
                                  sandbox=args.sandbox)
     analysis = analyse(node)
     if args.json:
-        print(json.dumps({"name": name, **analysis.to_json()}, indent=2))
+        print(json_text({"name": name, **analysis.to_json()}, indent=2))
     else:
         print(f"{name}:")
         print(format_table(analysis))

@@ -6,16 +6,17 @@ so the rest of the CLI starts without it. See COMPILER.md and the README's "Comp
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 from ..errors import RaspError
 from ..graph import SOp
+from ..program_files import check_regular
 from . import UsageError
+from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option, refuse_overwriting_input,
+    add_unvalidated_option, refuse_overwriting_input, sample_count, seed_number,
 )
 from .program import at_call_site, binding_span, load_named_node
 
@@ -86,11 +87,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_validation_options(parser: argparse.ArgumentParser, seed_help: str,
                             seed_default: int | None) -> None:
-    parser.add_argument("--samples", type=int, default=None, metavar="K",
+    parser.add_argument("--samples", type=sample_count, default=None, metavar="K",
                         help="random inputs to validate on when the domain has more than "
                         "100000 (default 10000; numeric-token models: 300 per length range, "
                         "their domain is never exhausted)")
-    parser.add_argument("--seed", type=int, default=seed_default, help=seed_help)
+    parser.add_argument("--seed", type=seed_number, default=seed_default, help=seed_help)
     add_json_option(parser)
     add_sandbox_option(parser)
 
@@ -120,8 +121,6 @@ def _backend():  # type: ignore[no-untyped-def]
 
 
 def run_compile(args: argparse.Namespace) -> int:
-    if args.samples is not None and args.samples < 1:
-        raise UsageError("--samples must be at least 1")
     driver = _backend()
     name, root = named_sop(args.file, args.name, args.sandbox)
     output = args.output or f"{name}.npz"
@@ -157,7 +156,7 @@ def run_compile(args: argparse.Namespace) -> int:
                "validated": result.report.ok, "tracr_oracle": args.check_tracr,
                "validation": result.report.as_metadata()}
     if args.json:
-        print(json.dumps(summary))
+        print(json_text(summary))
     else:
         v = result.report
         print(f"{name}: {summary['layers']} layers, {summary['heads']} heads, residual "
@@ -203,12 +202,11 @@ def _token_range(text: str) -> tuple[float, float]:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    if args.samples is not None and args.samples < 1:
-        raise UsageError("--samples must be at least 1")
     driver = _backend()
     root = load_sop(args.file, args.name, args.sandbox)
     from rasp_sim.compiler import load_compiled
 
+    check_regular(args.model, "weights")  # a FIFO would block the loader
     model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)
@@ -216,7 +214,7 @@ def run_verify(args: argparse.Namespace) -> int:
     report = driver.verify(model, root, samples=args.samples, seed=args.seed,
                            progress=sys.stderr.isatty())
     if args.json:
-        print(json.dumps({**report.as_metadata(), "compile_seed": compile_seed}))
+        print(json_text({**report.as_metadata(), "compile_seed": compile_seed}))
     else:
         print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
               f"{report.compared} inputs{_sample_note(report.seed, compile_seed)}, max "

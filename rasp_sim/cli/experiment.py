@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..atomic_write import write_text
 from . import EXIT_INTERRUPTED, UsageError
-from .options import add_json_option, non_negative, positive
+from .options import add_json_option, positive, seed_number
 
 # PROTOCOL://HOST:PORT or HOST:PORT; HOST may be a name, an IPv4 or a bracketed IPv6 address
 SCHEDULER_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}")
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",
                         help="S-A, R-A, S-RL, R-RL, S-RLM, R-RLM or F (repeatable; default: "
                         "the budget's)")
-    parser.add_argument("--seeds", type=non_negative, nargs="+", metavar="S",
+    parser.add_argument("--seeds", type=seed_number, nargs="+", metavar="S",
                         help="seeds to run")
     parser.add_argument("--steps", type=positive, metavar="N",
                         help="train each run for N steps instead of the budget's (warm-up, "

@@ -13,9 +13,9 @@ lines can still run.
 """
 from __future__ import annotations
 
+import codecs
 import functools
 import json
-import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -25,12 +25,17 @@ import numpy as np
 
 from ..errors import RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Source, Span
 from ..limits import MAX_INT_BITS, MAX_INT_DIGITS
+from ..program_files import open_regular
 
 Atom = Any
 Input = Union[str, "list[Atom]", np.ndarray]  # see parse_input
 # An inputs file read: an entry per input, or an int64 matrix of valid inputs (row k the
 # k-th), see read_inputs_file.
 Entries = Union["list[Input | BadInput]", np.ndarray]
+# Longest line of an inputs file: one input of 16 MiB is a sequence of millions of tokens,
+# beyond what any program evaluates within the default --memory-limit (a select on n
+# tokens holds an n x n matrix).
+MAX_INPUT_LINE_BYTES = 2**24
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
 _RATIONAL = re.compile(r"[+-]?\d+/\d+")
 
@@ -146,16 +151,22 @@ def _int64_rows(values: list[list[int]]) -> "np.ndarray | list[np.ndarray]":
 
 
 def _read_text(path: str, max_bytes: int) -> str:
+    """The file's text, without a leading UTF-8 byte order mark (editors on Windows
+    write one; it is not part of the first input). Only regular files: a FIFO or device
+    would block or never end."""
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size  # 0 for a pipe: the read checks it
-            if size > max_bytes:
-                raise _too_big(path, f"{size:,} bytes", max_bytes)
-            data = file.read(max_bytes + 1)
-    except OSError as error:
-        raise RaspLoadError(f"cannot read inputs file {path}: {error.strerror}") from None
+        fd, info = open_regular(path, "inputs")
+        with open(fd, "rb") as file:
+            if info.st_size > max_bytes:
+                raise _too_big(path, f"{info.st_size:,} bytes", max_bytes)
+            data = file.read(max_bytes + 1)  # the file may grow after fstat
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        reason = getattr(error, "strerror", None) or error
+        raise RaspLoadError(f"cannot read inputs file {path}: {reason}") from None
     if len(data) > max_bytes:
         raise _too_big(path, f"more than {max_bytes:,} bytes", max_bytes)
+    data = data.removeprefix(codecs.BOM_UTF8)
+    _check_line_lengths(data, path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -166,6 +177,24 @@ def _read_text(path: str, max_bytes: int) -> str:
         raise RaspLoadError(
             f"inputs file is not UTF-8 text: byte 0x{data[error.start]:02x} here is "
             f"invalid ({error.reason})", Span(source, line, column, line, column + 1)) from None
+
+
+def _check_line_lengths(data: bytes, path: str) -> None:
+    """Refuse a line longer than MAX_INPUT_LINE_BYTES, located at its start (the line
+    breaks are found by NumPy: a loop over millions of lines in Python takes seconds)."""
+    if len(data) <= MAX_INPUT_LINE_BYTES:
+        return
+    breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks, [len(data)]))
+    too_long = np.flatnonzero(ends - starts > MAX_INPUT_LINE_BYTES)
+    if too_long.size:
+        line = int(too_long[0])
+        raise RaspResourceError(
+            f"inputs file line {line + 1:,} has {int(ends[line] - starts[line]):,} bytes, "
+            f"above the limit of {MAX_INPUT_LINE_BYTES:,} on one input "
+            "(rasp_sim.cli.inputs.MAX_INPUT_LINE_BYTES)",
+            Span(Source(path), line + 1, 1, line + 1, 2))
 
 
 def _too_big(path: str, size: str, max_bytes: int) -> RaspResourceError:

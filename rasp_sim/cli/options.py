@@ -18,8 +18,9 @@ _SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10*
                "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
 
 
-def _integer(minimum: int, what: str, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer >= minimum (and <= maximum)."""
+def _integer(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], int]:
+    """An argparse type: an integer from minimum to maximum. Every count has a maximum, so
+    that no count option can ask for work or memory the machine does not have."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -27,15 +28,20 @@ def _integer(minimum: int, what: str, maximum: int | None = None) -> Callable[[s
             value = None
         if value is None or value < minimum or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"invalid value {text!r}: expected {what} of at most {maximum:,}")
         return value
     return parse
 
 
 positive = _integer(1, "a positive integer")
-non_negative = _integer(0, "an integer >= 0")
-# a seed a weights file records: its header's integers are at most 2^62
-# (compiler/weights_format.py, MAX_DIMENSION), so a larger one would be written unreadable
-recorded_seed = _integer(0, "an integer from 0 to 2^62", maximum=2**62)
+# NumPy's and JAX's generators take seeds of 32 bits and more; 2^32 - 1 fits every one.
+seed_number = _integer(0, "a seed, an integer >= 0", 2**32 - 1)
+# Random inputs a validation draws: each is run through the interpreter and the model
+# (tens of microseconds each), so 10^6 is already minutes of work.
+MAX_SAMPLES = 10**6
+sample_count = _integer(1, "a positive number of samples", MAX_SAMPLES)
 
 
 def parse_size(text: str) -> int:

@@ -8,7 +8,6 @@ int/float rows, big ints, Fractions) are labelled row by row.
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -16,16 +15,7 @@ import numpy as np
 from ..display import column_type_label, type_label
 from ..errors import RaspError
 from .inputs import atoms
-
-
-def _exact_json(x: Any) -> Any:
-    # JSON has no rationals: exact results are written as "p/q" strings.
-    if isinstance(x, Fraction):
-        return x.numerator if x.denominator == 1 else str(x)
-    raise TypeError(f"{type(x).__name__} is not JSON serializable")
-
-
-_ENCODER = json.JSONEncoder(default=_exact_json)
+from .json_text import json_text
 
 
 class Printer:
@@ -47,7 +37,7 @@ class Printer:
                 return [self._selector(x, matrix) for x, matrix in zip(_atoms(inputs), rows)]
             # str of a list of numbers is its text form, and its JSON when they are ints
             kind = column.dtype.kind if is_array else "O"
-            texts = map(_ENCODER.encode if self.as_json else str if kind in "bf" else
+            texts = map(json_text if self.as_json else str if kind in "bf" else
                         _list_text, rows)
         label = column_type_label(column.dtype) if is_array else None  # None: per row
         labels = [label] * len(rows) if label else [type_label(row) for row in rows]
@@ -61,12 +51,12 @@ class Printer:
         """The entry of an input that failed (`input` is the text of a line that did not
         parse): its error as one line, `file:line:col: kind: message`."""
         if self.as_json:
-            return _ENCODER.encode({"input": _atoms([input])[0], "error": error.headline()})
+            return json_text({"input": _atoms([input])[0], "error": error.headline()})
         return error.headline()
 
     def _selector(self, x: Any, matrix: list[list[bool]]) -> str:
         if self.as_json:
-            return _ENCODER.encode({"input": x, "selector": matrix})
+            return json_text({"input": x, "selector": matrix})
         rows = ["  " + " ".join("1" if selected else "." for selected in row) for row in matrix]
         return "\n".join([f"{self._head(x)} = selector (query rows, key columns):", *rows])
 
@@ -81,7 +71,7 @@ def _json_inputs(inputs: "Sequence[Any] | np.ndarray") -> Iterable[str]:
     arrays = [x for x in inputs if isinstance(x, np.ndarray)]
     if len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
         return int_rows_text(np.stack(arrays))
-    return map(_ENCODER.encode, _atoms(inputs))
+    return map(json_text, _atoms(inputs))
 
 
 def _atoms(inputs: "Sequence[Any] | np.ndarray") -> list:

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from ..errors import RaspError
+from ..errors import RaspError, RaspResourceError, Source, Span
+from ..program_files import MAX_PROGRAM_BYTES
 from .program import sandbox_folder
 from .options import add_language_options
 
@@ -23,6 +24,10 @@ if TYPE_CHECKING:  # imported by the handler: `rasp-sim --help` stays light
     from ..repl_session import ReplSession
 
 PROMPT, CONTINUATION = ">> ", ".. "
+# Longest line read from piped input: a statement has at most 10,000 tokens
+# (rasp_sim.source_limits), so a longer line is not a program; without a bound, a stream
+# with no line break (/dev/zero) would be read whole into memory.
+MAX_LINE_CHARS = 2**20
 HISTORY_FILE = Path(os.environ.get("RASP_SIM_HISTORY", Path.home() / ".rasp_sim_history"))
 
 
@@ -50,7 +55,11 @@ def run_repl(args: argparse.Namespace) -> int:
         print('rasp-sim RASP REPL. Running example: "hello". `exit` or Ctrl-D to quit.')
     if args.file:
         _report_errors(lambda: repl.run_file(args.file), sys.stdout)
-    session(repl, _line_reader(interactive), sys.stdout)
+    try:
+        session(repl, _line_reader(interactive), sys.stdout)
+    except RaspResourceError as error:  # input that is not a program: the session ends
+        print(error.format(), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -59,23 +68,30 @@ def session(repl: ReplSession, read_line: Callable[[str], str | None], out: Text
     from ..parser import IncrementalCheck
 
     pending: list[str] = []
+    pending_chars = 0
     check = IncrementalCheck()
     while not repl.exit_requested:
         try:
             line = read_line(CONTINUATION if pending else PROMPT)
         except KeyboardInterrupt:  # at the prompt: drop the unfinished input, as Python
             print(file=out)
-            pending, check = [], IncrementalCheck()
+            pending, pending_chars, check = [], 0, IncrementalCheck()
             continue
         if line is None:
             break
         if not pending and not line.strip():
             continue
         pending.append(line)
+        pending_chars += len(line) + 1
+        if pending_chars > MAX_PROGRAM_BYTES:  # an unfinished statement of blank lines
+            raise RaspResourceError(
+                f"an unfinished statement of more than {MAX_PROGRAM_BYTES:,} characters "
+                "(rasp_sim.program_files.MAX_PROGRAM_BYTES)",
+                Span.whole_file("<stdin>"))
         if check.add_line(line):
             continue
         text = "\n".join(pending) + "\n"
-        pending, check = [], IncrementalCheck()
+        pending, pending_chars, check = [], 0, IncrementalCheck()
         _report_errors(lambda: _run_chunk(repl, text, out), out)
 
 
@@ -106,19 +122,27 @@ def _report_errors(action: Callable[[], object], out: TextIO) -> None:
 
 
 def _line_reader(interactive: bool) -> Callable[[str], str | None]:
+    lines = 0
+
     def read(prompt: str) -> str | None:
+        nonlocal lines
+        lines += 1
         try:
-            return input(prompt) if interactive else _read_piped()
+            return input(prompt) if interactive else _read_piped(lines)
         except EOFError:
             return None
 
     return read
 
 
-def _read_piped() -> str:
-    line = sys.stdin.readline()
+def _read_piped(number: int) -> str:
+    line = sys.stdin.readline(MAX_LINE_CHARS + 1)
     if not line:
         raise EOFError
+    if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+        span = Span(Source("<stdin>"), number, MAX_LINE_CHARS + 1, number, MAX_LINE_CHARS + 2)
+        raise RaspResourceError(f"a line of more than {MAX_LINE_CHARS:,} characters "
+                                "(rasp_sim.cli.repl.MAX_LINE_CHARS): not a program", span)
     return line.rstrip("\n")
 
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import RaspError, Span
+from ..program_files import check_regular
 from . import UsageError
 from .inputs import BadInput, Entries, atoms, command_line_input, read_inputs_file
 from .output import Printer
@@ -116,6 +117,7 @@ def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
 def _weights_columns(args: argparse.Namespace) -> tuple[str, Columns]:
     from rasp_sim.compiler import load_compiled, run_weights
 
+    check_regular(args.weights, "weights")  # a FIFO would block the loader
     model, warning = load_compiled(args.weights, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)

@@ -20,7 +20,6 @@ other subcommands start fast.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -29,10 +28,12 @@ import numpy as np
 
 from ..atomic_write import replacing
 from ..errors import RaspError
+from ..program_files import check_regular
 from . import UsageError
+from .json_text import json_text
 from .options import (
-    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, non_negative,
-    positive, recorded_seed, refuse_overwriting_input,
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, positive,
+    refuse_overwriting_input, seed_number,
 )
 
 
@@ -87,6 +88,7 @@ def _save_array(path: str, matrix: np.ndarray) -> None:
 def _loaded(path: str, limit: int):
     from rasp_sim.compiler import load_weights as load
 
+    check_regular(path, "weights")  # a FIFO would block the loader
     return load(path, limit)
 
 
@@ -137,7 +139,7 @@ def _compiled(path: str, limit: int):
 
 def _emit(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(result))
+        print(json_text(result))
         return
     for key, value in result.items():
         if isinstance(value, dict):
@@ -258,6 +260,7 @@ def _load_embedding(path: str, embedding):
 
     from rasp_sim.compiler import NpyFile, WeightsError, in_file
 
+    check_regular(path, "embedding")  # a FIFO would block the reader
     try:
         with NpyFile(path, "embedding") as stored:
             expected = embedding.matrix.shape
@@ -407,7 +410,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _shape_options(build_parser, required=False)
     build_parser.add_argument("--tied", action="store_true",
                               help="looped: the same weights in every layer")
-    build_parser.add_argument("--random", type=recorded_seed, metavar="SEED",
+    build_parser.add_argument("--random", type=seed_number, metavar="SEED",
                               help="i.i.d. Gaussian weights from SEED instead of the sparse "
                               "{0,1} construction")
     build_parser.add_argument("--m", type=positive, metavar="M",
@@ -417,7 +420,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     target_parser = commands.add_parser("target", help="write a random target transformer")
     _shape_options(target_parser)
-    target_parser.add_argument("--seed", type=recorded_seed, required=True, help="random seed")
+    target_parser.add_argument("--seed", type=seed_number, required=True, help="random seed")
     _output_options(target_parser, "the target (.npz)")
     target_parser.set_defaults(handler=target)
 
@@ -438,7 +441,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             sub.add_argument("--batch", type=positive, default=None,
                              help="sequences per length (default 4); for a compiled model, "
                              f"inputs per forward pass (default {COMPILED_BATCH})")
-            sub.add_argument("--seed", type=non_negative, default=None,
+            sub.add_argument("--seed", type=seed_number, default=None,
                              help="seed of the random inputs (default 0)")
             sub.add_argument("--program", metavar="FILE",
                              help="a compiled model: the .rasp program to compare with "
