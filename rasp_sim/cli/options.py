@@ -26,7 +26,7 @@ def _integer(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum or (maximum is not None and value > maximum):
+        if value is None or value < minimum:
             raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
         if value > maximum:
             raise argparse.ArgumentTypeError(

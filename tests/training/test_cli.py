@@ -131,7 +131,7 @@ def test_plan_errors_name_the_choices():
     (["experiment", "khop", "--backbone", "Z"], "error: backbone: unknown backbone "
                                                 "'Z'; known backbones: S-A, R-A, S-RL"),
     (["experiment", "dyck1", "--seeds", "-1"], "argument --seeds: invalid value '-1': "
-                                               "expected an integer >= 0"),
+                                               "expected a seed, an integer >= 0"),
     (["experiment", "dyck1", "--scheduler", "not an address"],
      "error: --scheduler 'not an address': expected a Dask scheduler address such as "
      "tcp://host:8786"),
