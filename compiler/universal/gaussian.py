@@ -19,8 +19,8 @@ from .target import Shape
 
 
 def build_random(shape: Shape, seed: int, tied: bool = False, m: int | None = None) -> Transformer:
-    """R^Q, R^K, R^V ~ N(0, 1/m) (variance 1/fan-in), scores scaled by 1/sqrt(k), P ~ N(0, 1)
-    (m x c); m defaults to the number of constraints C, the smallest size that can work.
+    """R^Q, R^K, R^V, P ~ N(0, 1/m) (variance 1/fan-in), scores scaled by 1/sqrt(k); m
+    defaults to the number of constraints C, the smallest size that can work.
 
     That is an ordinary random transformer's attention: on a stream with unit-variance
     coordinates q and k have unit-variance coordinates and the scores are O(1), so the heads
@@ -45,7 +45,8 @@ def build_random(shape: Shape, seed: int, tied: bool = False, m: int | None = No
                        scale=1 / np.sqrt(shape.head_dim), residual=shape.residual)
         for _ in range(shape.layers))
     spec = Spec(shape, "random", "tied" if tied else "untied", tied, seed)
-    return Transformer(layers=layers, unembed=rng.normal(size=(size, shape.out_dim)),
+    return Transformer(layers=layers, unembed=rng.normal(scale=1 / np.sqrt(size),
+                                                    size=(size, shape.out_dim)),
                        causal=shape.causal, metadata=write_spec(spec, {"m": size}))
 
 

@@ -25,6 +25,8 @@ WRAP = 0.5          # gen(t) = `(` gen(t-1) `)` with this probability, else gen(
 DOUBLE_FLIPS = 2 / 3
 LENGTH_BUCKET = 10  # accuracy is reported by string length in buckets this wide
 HELD_OUT_ABOVE = 10  # test strings longer than this never appear in the training stream
+# The length buckets above HELD_OUT_ABOVE are then exactly the strings never trained on.
+assert HELD_OUT_ABOVE % LENGTH_BUCKET == 0
 
 
 def balanced_strings(pairs: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
