@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="reuse finished runs and continue interrupted ones from checkpoints")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="train nothing: print each setting's FLOPs per step, its time "
+                             "per step measured on a few steps here, and the budget's "
+                             "estimated hours")
     add_json_option(parser, "print the summary as JSON")
     parser.set_defaults(handler=handle)
 
@@ -80,6 +84,10 @@ def handle(args: argparse.Namespace) -> int:
                               f"pip install 'rasp-sim[train]'") from None
     # On an existing cluster the workers' devices count, not this process's: they check.
     device = args.device if args.scheduler else resolve_device(args.device)
+    if args.dry_run:
+        from rasp_sim.experiments.cost import describe, estimate
+        print(describe(estimate(configs, device)), end="")
+        return 0
     default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
                    + (f"-batch{args.batch}" if args.batch else ""))
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out

@@ -10,6 +10,7 @@ import numpy as np
 
 from rasp_sim.compiler import forward
 from rasp_sim.compiler.weights import AttentionBlock, Transformer, as_dense
+from .errors import ExperimentError
 
 
 def attention_entropy(model: Transformer, ids: np.ndarray) -> list[float]:
@@ -17,6 +18,8 @@ def attention_entropy(model: Transformer, ids: np.ndarray) -> list[float]:
     head's pattern over the positions it may attend to, divided by that of the uniform
     pattern over them (log of their number), averaged over heads, rows and positions > 0
     (position 0 has one choice)."""
+    if model.token_embed is None or model.pos_embed is None:
+        raise ExperimentError("attention_entropy: the model has no token or position embedding")
     stream = model.token_embed[ids] + model.pos_embed[: ids.shape[1]]
     n = ids.shape[1]
     choices = np.arange(1, n + 1) if model.causal else np.full(n, n)

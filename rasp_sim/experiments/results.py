@@ -91,7 +91,8 @@ def summarise(results: list[dict]) -> list[dict]:
             "accuracy_std": float(accuracy.std(ddof=1)) if len(runs) > 1 else None,
             "accuracy_by_group_mean": {g: float(np.mean(v)) for g, v in sorted(
                 by_group.items(), key=lambda item: int(item[0]))},
-            "accuracy_unseen_mean": (None if None in unseen else float(np.mean(unseen))),
+            "accuracy_unseen_mean": (None if any(u is None for u in unseen)
+                                     else float(np.mean([u for u in unseen if u is not None]))),
             "majority_baseline": runs[0]["majority_baseline"],
             "m": runs[0]["m"], "parameters": runs[0]["parameters"],
             "trainable": runs[0]["trainable"],

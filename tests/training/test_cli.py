@@ -182,3 +182,13 @@ def test_too_large_for_memory_is_refused_before_training(tmp_path, monkeypatch, 
            "has m = 40 and needs about" in err
     assert "lower H, L, k, c or the batch size" in err
     assert not list(tmp_path.glob("*/result.json"))
+
+
+@pytest.mark.slow  # compiles and times a few steps (about 20-60 s on a shared machine)
+def test_dry_run_prints_the_cost_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "never"
+    assert main(["experiment", "dyck1", "--budget", "ci", "--dry-run", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| dyck1 H=2 L=2 k=2 c=4 | R-A | 1 | 200 | 32 |" in text
+    assert "estimated:" in text and "hours for 1 run one after another" in text
+    assert not out.exists()
