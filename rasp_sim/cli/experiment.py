@@ -57,9 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="reuse finished runs and continue interrupted ones from checkpoints")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--dry-run", action="store_true",
-                        help="train nothing: print each setting's FLOPs per step, its time "
-                             "per step measured on a few steps here, and the budget's "
-                             "estimated hours")
+                        help="train nothing: print each setting's FLOPs per step, its CPU "
+                             "time per step measured on a few steps here, and the budget's "
+                             "estimated CPU hours")
     add_json_option(parser, "print the summary as JSON")
     parser.set_defaults(handler=handle)
 

@@ -1,5 +1,7 @@
 """What a budget costs before it runs: FLOPs per training step, counted from the shapes,
-and CPU time, from a rate measured here on a few real steps of each setting.
+and CPU time, from a rate measured here on a few real steps of each setting. The rate is
+FLOPs per CPU-second of this process (all its threads), which a shared machine's load
+changes far less than it changes wall time.
 
 Counted: every matrix product of the forward pass (2 n_in n_out per token, dense, as the
 training step runs it: the sparse machines' 0/1 matrices are densified up to train.DENSE_LIMIT;
@@ -43,21 +45,21 @@ class Estimate:
     config: RunConfig        # the backbone's first run in the setting
     runs: int                # runs of this backbone and setting in the plan
     flops_per_step: float
-    rate: float              # FLOP/s measured on the setting's costliest backbone
+    rate: float              # FLOPs per CPU-second, measured on the costliest backbone
     measured_on: str         # that backbone
 
     @property
-    def seconds_per_step(self) -> float:
+    def cpu_seconds_per_step(self) -> float:
         return self.flops_per_step / self.rate
 
     @property
     def run_seconds(self) -> float:
-        return self.seconds_per_step * self.config.steps
+        return self.cpu_seconds_per_step * self.config.steps
 
 
 def measure_rate(config: RunConfig, device_name: str | None = None) -> float:
-    """FLOP/s of `config`'s training steps here: the median of TIMED_STEPS steps after
-    WARM_UP_STEPS compiling ones."""
+    """FLOPs per CPU-second of `config`'s training steps here: the median of TIMED_STEPS
+    steps after WARM_UP_STEPS compiling ones."""
     from .train import Trainer  # JAX loads only here
     # More steps than are run, so the run never finishes (no final evaluation).
     trainer = Trainer(replace(config, steps=WARM_UP_STEPS + TIMED_STEPS + 1, eval_every=10**9),
@@ -65,15 +67,15 @@ def measure_rate(config: RunConfig, device_name: str | None = None) -> float:
     trainer.run(progress=False, stop_after=WARM_UP_STEPS)
     times = []
     for _ in range(TIMED_STEPS):
-        started = time.perf_counter()
+        started = time.process_time()
         trainer.run(progress=False, stop_after=1)
-        times.append(time.perf_counter() - started)
+        times.append(time.process_time() - started)
     return step_flops(config, trainer.task.seq_len, trainer.task.vocab_size) / float(np.median(times))
 
 
 def estimate(configs: list[RunConfig], device_name: str | None = None) -> list[Estimate]:
-    """Per setting (task, sizes, options, batch) and backbone: FLOPs per step, and the time
-    they take at the FLOP rate measured on the setting's costliest backbone (one
+    """Per setting (task, sizes, options, batch) and backbone: FLOPs per step, and the CPU
+    time they take at the rate measured on the setting's costliest backbone (one
     measurement per setting keeps a dry run to minutes; at a large batch the products
     dominate, so the rate carries over)."""
     from .tasks import make_task
@@ -96,8 +98,8 @@ def estimate(configs: list[RunConfig], device_name: str | None = None) -> list[E
 
 
 def describe(estimates: list[Estimate]) -> str:
-    lines = ["| setting | backbone | runs | steps | batch | GFLOP/step | GFLOP/s (measured on) | "
-             "s/step | hours/run |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| setting | backbone | runs | steps | batch | GFLOP/step | "
+             "GFLOP per CPU-s (measured on) | CPU-s/step | CPU hours/run |", "|---|---|---|---|---|---|---|---|---|"]
     for e in estimates:
         c, s = e.config, e.config.sizes
         hops = c.task_options.get("max_hops")
@@ -105,9 +107,9 @@ def describe(estimates: list[Estimate]) -> str:
             ("" if hops is None else f" max_hops={hops}")
         lines.append(f"| {label} | {c.variant} | {e.runs} | {c.steps:,} | {c.batch} | "
                      f"{e.flops_per_step / 1e9:.2f} | {e.rate / 1e9:.1f} ({e.measured_on}) | "
-                     f"{e.seconds_per_step:.3f} | {e.run_seconds / 3600:.2f} |")
+                     f"{e.cpu_seconds_per_step:.3f} | {e.run_seconds / 3600:.2f} |")
     total, runs = sum(e.run_seconds * e.runs for e in estimates), sum(e.runs for e in estimates)
-    lines.append(f"\nestimated: {total / 3600:.1f} hours for {runs} run{'s' * (runs != 1)} "
-                 f"one after another in one process on this machine (steps timed as it "
-                 f"is loaded now; curve evaluations not counted)")
+    lines.append(f"\nestimated: {total / 3600:.1f} CPU hours for {runs} run{'s' * (runs != 1)} "
+                 f"on this machine (CPU time of the measured steps, all threads; curve "
+                 f"evaluations not counted)")
     return "\n".join(lines) + "\n"

@@ -190,5 +190,5 @@ def test_dry_run_prints_the_cost_and_trains_nothing(tmp_path, capsys):
     assert main(["experiment", "dyck1", "--budget", "ci", "--dry-run", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "| dyck1 H=2 L=2 k=2 c=4 | R-A | 1 | 200 | 32 |" in text
-    assert "estimated:" in text and "hours for 1 run one after another" in text
+    assert "estimated:" in text and "CPU hours for 1 run on this machine" in text
     assert not out.exists()

@@ -45,4 +45,4 @@ def test_one_rate_per_setting_measured_on_its_costliest_backbone(monkeypatch):
     text = cost.describe(estimates)
     assert "| dyck1 H=4 L=2 k=2 c=2 | S-A | 3 | 2,000 | 32 |" in text
     total = sum(e.run_seconds * e.runs for e in estimates) / 3600
-    assert f"estimated: {total:.1f} hours for 6 runs" in text
+    assert f"estimated: {total:.1f} CPU hours for 6 runs" in text
