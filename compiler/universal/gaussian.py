@@ -19,8 +19,14 @@ from .target import Shape
 
 
 def build_random(shape: Shape, seed: int, tied: bool = False, m: int | None = None) -> Transformer:
-    """R^Q, R^K ~ N(0, 1) (m x k), R^V ~ N(0, 1/m) (m x m), P ~ N(0, 1) (m x c); m defaults
-    to the number of constraints C, the smallest size that can work."""
+    """R^Q, R^K, R^V, P ~ N(0, 1/m) (variance 1/fan-in), scores scaled by 1/sqrt(k); m
+    defaults to the number of constraints C, the smallest size that can work.
+
+    That is an ordinary random transformer's attention: on a stream with unit-variance
+    coordinates q and k have unit-variance coordinates and the scores are O(1), so the heads
+    start far from argmax (with N(0, 1) query and key weights the scores grow like m and
+    every head is saturated, which starves a trained embedding of gradient). The simulation
+    is unaffected: the temperature is part of M (constraint_matrix), so E absorbs it."""
     check_tied(shape, tied)
     size = constraint_count(shape) if m is None else m
     if size < 1:
@@ -28,22 +34,27 @@ def build_random(shape: Shape, seed: int, tied: bool = False, m: int | None = No
     rng = np.random.default_rng(seed)
 
     def head() -> AttentionHead:
-        return AttentionHead(rng.normal(size=(size, shape.head_dim)),
-                             rng.normal(size=(size, shape.head_dim)),
-                             rng.normal(scale=1 / np.sqrt(size), size=(size, size)))
+        std = 1 / np.sqrt(size)
+        return AttentionHead(rng.normal(scale=std, size=(size, shape.head_dim)),
+                             rng.normal(scale=std, size=(size, shape.head_dim)),
+                             rng.normal(scale=std, size=(size, size)))
 
     shared = tuple(head() for _ in range(shape.heads)) if tied else None
     layers = tuple(
         AttentionBlock(shared or tuple(head() for _ in range(shape.heads)),
-                       scale=1.0, residual=shape.residual)
+                       scale=1 / np.sqrt(shape.head_dim), residual=shape.residual)
         for _ in range(shape.layers))
     spec = Spec(shape, "random", "tied" if tied else "untied", tied, seed)
-    return Transformer(layers=layers, unembed=rng.normal(size=(size, shape.out_dim)),
+    return Transformer(layers=layers, unembed=rng.normal(scale=1 / np.sqrt(size),
+                                                    size=(size, shape.out_dim)),
                        causal=shape.causal, metadata=write_spec(spec, {"m": size}))
 
 
 def constraint_matrix(ut: Transformer, shape: Shape) -> np.ndarray:
-    """M (m x C): column block R_path R_terminal per constraint, suffix products memoised."""
+    """M (m x C): column block R_path R_terminal per constraint, suffix products memoised.
+    A query terminal carries its block's score scale: equal scores need
+    scale (E R_path R^Q)(E R_path' R^K)^T = (V_path T^Q)(V_path' T^K)^T, where the target's
+    own temperature is already in T^Q (target.canonical)."""
     memo: dict[tuple[Terminal, Path], np.ndarray] = {}
 
     def routed(terminal: Terminal, path: Path) -> np.ndarray:
@@ -58,8 +69,11 @@ def constraint_matrix(ut: Transformer, shape: Shape) -> np.ndarray:
                 memo[key] = as_dense(ut.unembed)
             else:
                 kind, layer, head = terminal
-                block = ut.layers[layer].heads[head]
-                memo[key] = as_dense(block.w_q if kind == "Q" else block.w_k)
+                attention = ut.layers[layer]
+                assert isinstance(attention, AttentionBlock)
+                weights = attention.heads[head]
+                memo[key] = (attention.scale * as_dense(weights.w_q) if kind == "Q"
+                             else as_dense(weights.w_k))
         return memo[key]
 
     return np.concatenate([routed(t, p) for t, p in constraints(shape)], axis=1)

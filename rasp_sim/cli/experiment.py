@@ -64,6 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="reuse finished runs and continue interrupted ones from checkpoints")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="train nothing: print each setting's FLOPs per step, its CPU "
+                             "time per step measured on a few steps here, and the budget's "
+                             "estimated CPU hours")
     add_json_option(parser, "print the summary as JSON")
     parser.set_defaults(handler=handle)
 
@@ -124,8 +128,9 @@ def _experiment(args: argparse.Namespace) -> int:
         _checked_scheduler(args.scheduler)
     default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
                    + (f"-batch{args.batch}" if args.batch else ""))
-    out = _checked_out(Path(args.out) if args.out else
-                       Path("rasp-sim-experiments") / default_out)
+    out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
+    if not args.dry_run:  # checked (and created) before any work; a dry run writes nothing
+        out = _checked_out(out)
     try:
         from rasp_sim.experiments.device import resolve_device
         from rasp_sim.experiments.plot import plot_curves
@@ -137,6 +142,10 @@ def _experiment(args: argparse.Namespace) -> int:
         raise Interrupted("interrupted before training; no run started")
     # On an existing cluster the workers' devices count, not this process's: they check.
     device = args.device if args.scheduler else resolve_device(args.device)
+    if args.dry_run:
+        from rasp_sim.experiments.cost import describe, estimate
+        print(describe(estimate(configs, device)), end="")
+        return 0
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
                               progress=not args.no_progress, device_name=device)
     rows = summarise(results)

@@ -7,7 +7,7 @@ else is frozen, except in the fully trained baseline F.
 | variant | backbone |
 |---|---|
 | S-A   | sparse {0,1} tree UT (compact layout), attention-only, causal |
-| R-A   | Gaussian UT with the same m, H, L |
+| R-A   | Gaussian UT with the same m, H, L (an ordinary random transformer's attention scale) |
 | S-RL, R-RL | as above plus residual stream and pre-LayerNorm (gain 1, bias 0, frozen) before
   each attention sublayer and before the unembedding |
 | S-RLM, R-RLM | as *-RL plus a frozen random GPT-2 MLP (width 4m, GELU) in every layer |
@@ -146,16 +146,17 @@ def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: i
     m = sparse.width
     ut = sparse if variant.startswith("S") else build_random(shape, seed=seed, m=m)
     normed = variant not in ("S-A", "R-A")
-    # Pre-softmax scores O(1) at initialisation: a LayerNorm'd state has unit-variance
-    # coordinates, so a Gaussian R^Q, R^K (N(0, 1)) gives scores of std m sqrt(k), a 0/1
-    # selector std sqrt(k). Without LayerNorm the trained E sets the scale (as built: 1).
-    scale = 1.0
-    if normed:
-        scale = 1.0 / (np.sqrt(sizes.head_dim) * (1 if variant.startswith("S") else m))
+    # Pre-softmax scores O(1) on a stream of unit-variance coordinates (what LayerNorm
+    # gives): the random machine is built that way (gaussian.build_random: weights of
+    # variance 1/m, scale 1/sqrt(k)); a 0/1 selector gives scores of std sqrt(k), so the
+    # sparse machine takes 1/sqrt(k) under LayerNorm. Without it the trained E sets the
+    # sparse machine's scale (as built: 1).
+    sparse_scale = 1.0 / np.sqrt(sizes.head_dim) if normed else 1.0
     rng = np.random.default_rng([seed, 1])
     layers: list[Block] = []
     for block in ut.layers:
         assert isinstance(block, AttentionBlock)  # universal machines are attention-only
+        scale = sparse_scale if ut is sparse else block.scale
         layers.append(replace(block, scale=scale, residual=normed,
                               norm=_unit_norm(m) if normed else None))
         if variant.endswith("M") or variant == "F":

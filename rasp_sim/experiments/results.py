@@ -10,6 +10,7 @@ import numpy as np
 
 from ..atomic_write import write_text
 from .backbones import VARIANTS
+from .tasks.dyck import HELD_OUT_ABOVE
 
 RESULT = "result.json"
 
@@ -79,6 +80,24 @@ def setting_label(result: dict) -> str:
     return text + (f" max_hops={hops}" if hops is not None else "")
 
 
+# Per task, the groups whose test samples never occur in training (Dyck-1: the length
+# buckets above the hold-out; k-hop draws fresh random strings, so it has none to single out).
+UNSEEN_GROUPS = {"dyck1": lambda group: int(group) > HELD_OUT_ABOVE}
+
+
+def unseen_accuracy(result: dict) -> float | None:
+    """Accuracy on the test samples held out of training (pooled over their groups), or
+    None where the task has no such groups or the result has no group sizes."""
+    unseen = UNSEEN_GROUPS.get(result["config"]["task"])
+    final = result["final"]
+    if unseen is None or "group_sizes" not in final:
+        return None
+    groups = [g for g in final["accuracy_by_group"] if unseen(g)]
+    hits = sum(final["accuracy_by_group"][g] * final["group_sizes"][g] for g in groups)
+    total = sum(final["group_sizes"][g] for g in groups)
+    return hits / total if total else None
+
+
 def summarise(results: list[dict]) -> list[dict]:
     """One row per (task, setting, variant): accuracy mean and std over seeds."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
@@ -92,6 +111,7 @@ def summarise(results: list[dict]) -> list[dict]:
                                                  key=lambda item: (item[0][0], item[0][1],
                                                                    order[item[0][2]])):
         accuracy = np.array([r["final"]["accuracy"] for r in runs])
+        unseen = [unseen_accuracy(r) for r in runs]
         by_group: dict[str, list[float]] = defaultdict(list)
         for run in runs:
             for group, value in run["final"]["accuracy_by_group"].items():
@@ -104,6 +124,8 @@ def summarise(results: list[dict]) -> list[dict]:
             "accuracy_std": float(accuracy.std(ddof=1)) if len(runs) > 1 else None,
             "accuracy_by_group_mean": {g: float(np.mean(v)) for g, v in sorted(
                 by_group.items(), key=lambda item: int(item[0]))},
+            "accuracy_unseen_mean": (None if any(u is None for u in unseen)
+                                     else float(np.mean([u for u in unseen if u is not None]))),
             "majority_baseline": runs[0]["majority_baseline"],
             "m": runs[0]["m"], "parameters": runs[0]["parameters"],
             "trainable": runs[0]["trainable"],
@@ -119,18 +141,21 @@ def summarise(results: list[dict]) -> list[dict]:
 
 def markdown_table(rows: list[dict]) -> str:
     lines = ["| task | setting | backbone | accuracy (mean ± std) | seeds | by group (mean) | "
-             "majority | m | trainable / total params | time/run | paper (reported, unverified) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "unseen strings (Dyck-1: length > 10) | majority | m | trainable / total params | time/run | "
+             "paper (reported, unverified) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         by_group = row["accuracy_by_group_mean"]
         # k-hop: by hop count k; Dyck-1: by string length, "<=10" for lengths 1-10
         prefix = "<=" if row["task"] == "dyck1" else ""
         groups = " ".join(f"{prefix}{g}:{100 * v:.0f}" for g, v in by_group.items()) or "-"
         spread = "" if row["accuracy_std"] is None else f" ± {100 * row['accuracy_std']:.1f}"
+        unseen = "-" if row["accuracy_unseen_mean"] is None else \
+            f"{100 * row['accuracy_unseen_mean']:.1f}%"
         lines.append(
             f"| {row['task']} | {row['setting']} | {row['variant']} | "
             f"{100 * row['accuracy_mean']:.1f}{spread}% | "
-            f"{len(row['seeds'])} | {groups} | {100 * row['majority_baseline']:.1f}% | "
+            f"{len(row['seeds'])} | {groups} | {unseen} | {100 * row['majority_baseline']:.1f}% | "
             f"{row['m']} | {row['trainable']:,} / {row['parameters']:,} | "
             f"{row['wall_time_s_mean']:.0f} s | {row['reported']} |")
     return "\n".join(lines) + "\n"

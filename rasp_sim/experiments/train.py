@@ -145,10 +145,14 @@ class Trainer:
             hits.append(np.asarray(hit))
         loss, hit = np.concatenate(losses)[:size], np.concatenate(hits)[:size]
         counted = batch.weights.sum(axis=1)
-        groups = {str(int(g)): float(hit[batch.groups == g].sum() / counted[batch.groups == g].sum())
-                  for g in np.unique(batch.groups)}
+        labels = np.unique(batch.groups)
+        sizes = {str(int(g)): float(counted[batch.groups == g].sum()) for g in labels}
+        groups = {str(int(g)): float(hit[batch.groups == g].sum()) / sizes[str(int(g))]
+                  for g in labels}
+        # group_sizes (the counted positions per group) lets a summary pool groups.
         return {"loss": float(loss.sum() / counted.sum()),
-                "accuracy": float(hit.sum() / counted.sum()), "accuracy_by_group": groups}
+                "accuracy": float(hit.sum() / counted.sum()), "accuracy_by_group": groups,
+                "group_sizes": sizes}
 
     # ------------------------------------------------------------ checkpoints
     def save_checkpoint(self, directory: Path) -> Path:
@@ -243,7 +247,7 @@ class Trainer:
                                                                          self.window])),
                                         **{f"test_{k}": v for k, v in
                                            self.evaluate(self.curve_set).items()
-                                           if k != "accuracy_by_group"}})
+                                           if k in ("loss", "accuracy")}})
                     self.window = []
                 if out_dir is not None and config.checkpoint_every and \
                         self.step % config.checkpoint_every == 0:

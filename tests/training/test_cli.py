@@ -235,3 +235,13 @@ def test_ctrl_c_stops_a_sweep_cleanly_and_resume_finishes_it(tmp_path, seconds):
     resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["rows"][0]["steps"] == 300
+
+
+@pytest.mark.slow  # compiles and times a few steps (about 20-60 s on a shared machine)
+def test_dry_run_prints_the_cost_and_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "never"
+    assert main(["experiment", "dyck1", "--budget", "ci", "--dry-run", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| dyck1 H=2 L=2 k=2 c=4 | R-A | 1 | 200 | 32 |" in text
+    assert "estimated:" in text and "CPU hours for 1 run on this machine" in text
+    assert not out.exists()

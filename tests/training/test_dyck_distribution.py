@@ -86,3 +86,34 @@ def test_balanced_recursion_draws_each_string_as_often_as_the_reference():
     code = np.array([1 << i for i in range(2 * pairs)])  # a string -> one integer category
     p = homogeneity_pvalue((ref == dyck.OPEN) @ code, (ours == dyck.OPEN) @ code)
     assert p >= ALPHA
+
+
+def stream_statistics(rows: np.ndarray) -> dict[str, np.ndarray]:
+    """What the training stream must keep from the task distribution: the string length,
+    and the answer of the short strings (where a hold-out of test strings bites hardest)."""
+    stats_ = row_statistics(rows)
+    short = stats_["length"] <= dyck.HELD_OUT_ABOVE
+    return {"length": stats_["length"], "short answer": stats_["answer"][short]}
+
+
+@pytest.fixture(scope="module")
+def task_and_distribution():
+    task = dyck.Dyck1(MAX_LEN)  # the full 4,000-row test set, as the experiments hold out
+    return task, stream_statistics(task.sample_rows(SAMPLES, np.random.default_rng(505)))
+
+
+def test_training_stream_has_the_task_length_distribution(task_and_distribution):
+    task, distribution = task_and_distribution
+    stream = task.train_batch(SAMPLES, np.random.default_rng(606)).inputs
+    assert rejected(distribution, stream_statistics(stream)) == []
+
+
+def test_the_stream_test_rejects_a_stream_that_drops_every_test_string(task_and_distribution):
+    # The protocol before: reject every test sample. Short strings, where the test set holds
+    # most of the possible strings, become rare and mostly unbalanced: the test must see it.
+    task, distribution = task_and_distribution
+    test = {row.tobytes() for row in task.test_rows}
+    rows = task.sample_rows(3 * SAMPLES, np.random.default_rng(606))
+    fresh = rows[[row.tobytes() not in test for row in rows]][:SAMPLES]
+    assert len(fresh) == SAMPLES
+    assert set(rejected(distribution, stream_statistics(fresh))) == {"length", "short answer"}

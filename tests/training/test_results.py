@@ -51,3 +51,24 @@ def test_an_unreadable_result_is_said_and_treated_as_missing(tmp_path, capsys):
         assert read_result(tmp_path) is None
         assert capsys.readouterr().err.startswith(
             f"resume: {tmp_path / 'result.json'} is unreadable (")
+
+
+def test_unseen_accuracy_pools_the_held_out_lengths_by_their_sizes():
+    # Lengths 1-10 (seen in training) do not count; 11-20 and 21-30 pool by sample count:
+    # (0.9 * 300 + 0.6 * 100) / 400 = 0.825, and (0.5 * 300 + 1.0 * 100) / 400 = 0.625.
+    results = []
+    for seed, (a, b) in enumerate(((0.9, 0.6), (0.5, 1.0))):
+        result = fake_result("dyck1", seed, {"10": 0.0, "20": a, "30": b})
+        result["final"]["group_sizes"] = {"10": 50.0, "20": 300.0, "30": 100.0}
+        results.append(result)
+    results.append(fake_result("khop", 0, {"0": 0.8}, hops=1))
+    rows = summarise(results)
+    assert abs(rows[0]["accuracy_unseen_mean"] - (0.825 + 0.625) / 2) < 1e-12
+    assert rows[1]["accuracy_unseen_mean"] is None  # k-hop: no held-out strings
+    table = markdown_table(rows).splitlines()
+    assert "| 72.5% |" in table[2] and "| 0:80 | - |" in table[3]
+
+
+def test_unseen_accuracy_is_missing_without_group_sizes():
+    rows = summarise([fake_result("dyck1", 0, {"10": 0.5, "20": 0.9})])
+    assert rows[0]["accuracy_unseen_mean"] is None

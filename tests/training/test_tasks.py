@@ -84,14 +84,17 @@ def test_dyck_test_set_is_fixed_by_its_seed():
     assert make_task("dyck1").test_set().inputs.shape == (4000, 63)
 
 
-def test_dyck_training_stream_rejects_test_samples():
+def test_dyck_training_stream_holds_out_the_long_test_strings_only():
     task = make_task("dyck1", test_size=4000)
-    test = {row.tobytes() for row in task.test_rows}
+    lengths = dyck.string_lengths(task.test_rows)
+    long_test = {row.tobytes() for row in task.test_rows[lengths > dyck.HELD_OUT_ABOVE]}
+    short_test = {row.tobytes() for row in task.test_rows[lengths <= dyck.HELD_OUT_ABOVE]}
     batch = task.train_batch(3000, np.random.default_rng(2))
-    assert not any(row.tobytes() in test for row in batch.inputs)
-    # The rejection has something to reject: short strings repeat across draws.
+    assert not any(row.tobytes() in long_test for row in batch.inputs)
+    # The hold-out has something to hold out, and short test strings are trained on.
     raw = task.sample_rows(3000, np.random.default_rng(2))
-    assert any(row.tobytes() in test for row in raw)
+    assert any(row.tobytes() in long_test for row in raw)
+    assert any(row.tobytes() in short_test for row in batch.inputs)
 
 
 @settings(max_examples=40, deadline=None)

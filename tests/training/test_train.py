@@ -77,6 +77,12 @@ def test_result_records_what_the_issue_asks_for():
     assert result["trainable"] == (4 + 63 + 4) * 40 < result["parameters"]
     assert 0 <= result["final"]["accuracy"] <= 1 and result["wall_time_s"] > 0
     assert result["config"]["variant"] == "S-RL"
+    # Group sizes count the test samples per length bucket (one answer per Dyck-1 row).
+    test = trainer.task.test_set()
+    assert result["final"]["group_sizes"] == {
+        str(g): float(np.sum(test.groups == g)) for g in np.unique(test.groups)}
+    assert set(result["curves"][0]) == {"step", "train_loss", "train_accuracy", "test_loss",
+                                        "test_accuracy"}
     # --device cpu: everything trained lives on the CPU, and the result says where it ran.
     cpu = jax.devices("cpu")[0]
     assert result["device"] == {"platform": "cpu", "kind": cpu.device_kind}

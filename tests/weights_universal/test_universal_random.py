@@ -1,6 +1,8 @@
 """Random (Gaussian) universal transformers: E from the linear system, verified."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -49,6 +51,25 @@ def test_random_ut_simulates_random_targets(config, seed, length):
     solved = check(build_random(shape, seed, tied), random_target(shape, seed ^ 0x5EED),
                    (length,), seed)
     assert solved.residual <= 100 * solved.condition * np.finfo(float).eps
+
+
+def test_random_machines_have_an_ordinary_attention_scale_that_E_absorbs():
+    # Weights of variance 1/m (1/fan-in) and scores scaled by 1/sqrt(k), as an ordinary
+    # random transformer: the embedding solve carries the temperature, so verify stays
+    # exact; the same E in the machine without its temperature simulates nothing.
+    shape = Shape(3, 2, 2, heads=2, layers=2, causal=True)
+    ut = build_random(shape, 9)
+    m = ut.width
+    assert all(block.scale == pytest.approx(1 / np.sqrt(2)) for block in ut.layers)
+    weights = np.concatenate([np.ravel(getattr(head, name)) for block in ut.layers
+                              for head in block.heads for name in ("w_q", "w_k", "w_v")])
+    assert weights.std() * np.sqrt(m) == pytest.approx(1.0, abs=0.05)  # 4,096+ draws
+    target = random_target(shape, 2)
+    solved = check(ut, target, (1, 8, 16))
+    unscaled = ut.replace(layers=tuple(replace(block, scale=1.0) for block in ut.layers))
+    result = verify(unscaled, solved, target, lengths=(8, 16), batch=2, seed=0,
+                    reference=reference_features)
+    assert not result.passed and result.relative_error > 1e-3
 
 
 def test_random_weights_depend_on_the_seed_only():
