@@ -143,3 +143,25 @@ def test_help_lists_every_command(capsys):
     out = capsys.readouterr().out
     for command in COMMANDS:
         assert command.name in out
+
+
+
+def test_numpy_floating_point_warnings_do_not_reach_the_user(capsys, monkeypatch):
+    """Whatever a command computes, NumPy's RuntimeWarnings (overflow, invalid values) are
+    not printed: non-finite forwards are errors naming their block, and RASP's floats
+    follow Python (inf and nan are values)."""
+    import numpy as np
+
+    def overflowing(args):
+        with np.errstate(all="warn"):
+            print(np.float64(1e308) * 10)
+        return 0
+
+    import warnings
+
+    monkeypatch.setattr(run_module, "run", overflowing)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")  # what Python would show the user
+        assert main(["run", "p.rasp", "--input", "a"]) == 0
+    assert capsys.readouterr().out.strip() == "inf"
+    assert not [w for w in shown if issubclass(w.category, RuntimeWarning)]

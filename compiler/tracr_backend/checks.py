@@ -12,6 +12,8 @@ from typing import Iterable
 from rasp_sim import graph as g
 from rasp_sim.errors import CompileError, RaspError, Span
 
+from .runtime import MAX_LEN
+
 # Above these sizes a lookup table or value set would make a model nobody can use; the
 # limits are checked before anything is enumerated (COMPILER.md 5.1, 2.5).
 MAX_VALUE_SET = 5_000
@@ -80,6 +82,6 @@ def check_vocab(vocab: Iterable[object], max_len: int) -> None:
         seen.append(token)
     if max_len < 1:
         raise Unsupported("max-len", f"must be at least 1, got {max_len}")
-    if max_len > 256:
-        raise Unsupported("max-len", f"{max_len} is above the limit 256 (every position is a "
-                          "residual dimension)")
+    if max_len > MAX_LEN:
+        raise Unsupported("max-len", f"{max_len} is above the limit {MAX_LEN} (every position "
+                          "is a residual dimension)")

@@ -32,13 +32,16 @@ COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
 # imports this one): |model - program| <= NUMERIC_TOLERANCE * max(1, |program|).
 NUMERIC_TOLERANCE = 1e-9
 NUMERIC = "numeric"  # the compile record's tokens_kind of a numeric-input model
+# The longest sequence a compile accepts (each position is a residual dimension); a
+# compile record claiming more is forged, and is refused before `verify` samples rows.
+MAX_LEN = 256
 
 
 # The compile record's fields that running the model reads; the record has others (the
 # validation report, versions, sizes) that only describe it.
 _RECORD = record({"tokens_kind": one_of("str", "int", "float", "bool", "asis", NUMERIC),
-                  "max_len": integer(1)},
-                 optional={"min_len": integer(1), "vocab": list_of(scalar), "forced": boolean,
+                  "max_len": integer(1, MAX_LEN)},
+                 optional={"min_len": integer(1, MAX_LEN), "vocab": list_of(scalar), "forced": boolean,
                            "output_type": one_of("int", "float", "bool", "str")},
                  others=True)
 

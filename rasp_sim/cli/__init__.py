@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from contextlib import contextmanager
 from typing import Iterator, NamedTuple, Sequence
 
@@ -161,7 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             one_blas_thread_unless_needed(command)
             parser = build_parser(command)
             args = parser.parse_args(join_dash_values(argv, parser))
-            with _remembering_interrupts() as seen:
+            with _remembering_interrupts() as seen, warnings.catch_warnings():
+                # NumPy's floating-point warnings say nothing a user can act on: a
+                # non-finite forward pass is an error naming its block (compiler/forward.py)
+                # and RASP's float arithmetic is Python's (inf and nan are values).
+                warnings.simplefilter("ignore", RuntimeWarning)
                 code = _run(parser, args)
             if seen and not getattr(args, "handles_interrupts", False):
                 raise KeyboardInterrupt  # one that a library swallowed: still an interruption

@@ -342,22 +342,31 @@ def test_a_vocabulary_entry_the_model_has_no_token_for_is_named(tmp_path):
                                "(input_encoder.tokens)")
 
 
-def test_a_forged_domain_of_10_to_the_15_lengths_is_bounded_before_counting():
-    """A hash-valid record with max_len 10^15 and no position embedding (so nothing else
-    bounds it): universal verify's domain count finishes at once."""
+def test_a_forged_domain_of_2_to_the_256_inputs_is_bounded_before_counting():
+    """A hash-valid record at the longest max_len (256; longer ones are refused when read)
+    and no position embedding: universal verify's domain count finishes at once."""
     from rasp_sim.compiler.tracr_backend.validate import COUNT_CAP, domain_size
     from rasp_sim.compiler.universal import as_target, check_domain_size
     from rasp_sim.compiler.universal.errors import UniversalError
 
-    model = token_model(max_len=10**15).replace(pos_embed=None)
+    model = token_model(max_len=256).replace(pos_embed=None)
     with pytest.raises(RaspResourceError) as info:
         check_domain_size(model, 100_000)
     assert str(info.value) == (
         f"resource limit: the model's domain has more than {COUNT_CAP:,} inputs (2 tokens, "
-        "lengths 1..1000000000000000), above the limit of 100,000 inputs checked one by one; "
+        "lengths 1..256), above the limit of 100,000 inputs checked one by one; "
         "raise it with --max-inputs N")
     assert domain_size(2, 10**15) == COUNT_CAP + 1 and domain_size(3, 4) == 3 + 9 + 27 + 81
     assert domain_size(1, 10**15) == 10**15 and domain_size(0, 5) == 0
     with pytest.raises(UniversalError, match="pos_embed: missing; a compiled token model "
                                              "embeds positions"):
         as_target(model)
+
+
+def test_a_record_longer_than_any_compile_is_refused_when_read(tmp_path):
+    """No compile writes max_len above the compiler's limit (256): a record claiming more
+    is forged, and is refused before verify or run sample rows that long."""
+    save(token_model(max_len=10**15).replace(pos_embed=None), tmp_path / "long.npz")
+    with pytest.raises(WeightsError, match=r"metadata.tracr_compile.max_len: expected a "
+                       r"positive integer at most 256"):
+        load_compiled(tmp_path / "long.npz")
