@@ -1,5 +1,5 @@
 """Errors of the RASP library's constructions against NumPy and exact rationals: the
-counterpart of the paper's error figure (CONSTRUCTIONS.md 14).
+counterpart of the paper's error figure (docs/constructions.md).
 
     python benchmarks/error_analysis.py [--sizes 2 4 8 16] [--samples 50]
                                         [--exact-sizes 2 4] [--out benchmarks/out]

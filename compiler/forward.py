@@ -110,7 +110,7 @@ def attention(x: Array, block: AttentionBlock, causal: bool, xp: ModuleType = np
 
 ACTIVATION_FUNCTIONS = {
     "relu": lambda z, xp: xp.maximum(z, 0.0),
-    # GPT-2's tanh approximation of GELU (the frozen random MLPs of UNIVERSAL.md 10.3).
+    # GPT-2's tanh approximation of GELU (the frozen random MLPs of docs/universal.md).
     "gelu": lambda z, xp: 0.5 * z * (1.0 + xp.tanh(0.7978845608028654 * (z + 0.044715 * z ** 3))),
     "linear": lambda z, xp: z,  # with a gate: the bilinear block
 }

@@ -115,7 +115,7 @@ class Result:
 
 class Host:
     """Whoever runs an interpreter and hears what its statements do: the REPL's
-    definition check (LANGUAGE.md 6.14) and the display of results
+    definition check (docs/language.md) and the display of results
     (`rasp_sim.repl_session`). This default checks and shows nothing, for programs run
     only for their graph (the library, compile)."""
 

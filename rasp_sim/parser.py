@@ -8,8 +8,8 @@ Public API:
 
 Every AST node carries a `Span`. Lark's errors become `RaspSyntaxError` with the span of
 the offending token and a message naming what was found and what was expected
-(`syntax_messages.py`). `strict=True` rejects the syntactic extensions (LANGUAGE.md
-10.2) with the syntax error the original would give.
+(`syntax_messages.py`). `strict=True` rejects the syntactic extensions (docs/language.md,
+"Extensions") with the syntax error the original would give.
 """
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ tokens_int = G.Tokens("int", name="tokens_int")
 
 def two_layer_program() -> tuple[G.SOp, dict[str, int]]:
     """b = aggregate(select(indices, indices, ==), aggregate(...)) plus a map; every node
-    named, with the layer each belongs in by LANGUAGE.md 7 (worked out by hand)."""
+    named, with the layer each belongs in by docs/language.md (worked out by hand)."""
     one = G.Full(1, name="one")
     plus = G.Map("+", (tokens_int, one), name="plus")
     s1 = G.Select(indices, indices, "==", name="s1")

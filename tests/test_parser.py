@@ -1,5 +1,5 @@
-"""The front end: lexical rules (LANGUAGE.md 2), statements (3), spans, syntax-error
-messages, strict mode (10.2), the REPL's completeness check, and random programs."""
+"""The front end: lexical rules and statements (docs/language.md), spans, syntax-error
+messages, strict mode, the REPL's completeness check, and random programs."""
 from __future__ import annotations
 
 import dataclasses

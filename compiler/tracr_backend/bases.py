@@ -1,4 +1,4 @@
-"""Own basis inference, replacing tracr's `basis_inference.infer_bases` (COMPILER.md 2.2, 2.5).
+"""Own basis inference, replacing tracr's `basis_inference.infer_bases` (docs/compiler.md).
 
 Differences from tracr 1.0.0, each a fix:
 - a numerical mean of values V over w selected keys takes the values {sum of a w-multiset
@@ -69,7 +69,7 @@ def plain(value: Any) -> Any:
 
 
 def is_numeric_column(values: Iterable[Any]) -> bool:
-    """Would a column of these values type-check as int or float (LANGUAGE.md 6.2, 6.5)?"""
+    """Would a column of these values type-check as int or float (docs/language.md)?"""
     values = [plain(v) for v in values]
     numbers = all(isinstance(v, (int, float)) for v in values)
     return numbers and not all(isinstance(v, bool) for v in values)

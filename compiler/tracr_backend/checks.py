@@ -15,7 +15,7 @@ from rasp_sim.errors import CompileError, RaspError, Span
 from .runtime import MAX_LEN
 
 # Above these sizes a lookup table or value set would make a model nobody can use; the
-# limits are checked before anything is enumerated (COMPILER.md 5.1, 2.5).
+# limits are checked before anything is enumerated (docs/compiler.md).
 MAX_VALUE_SET = 5_000
 MAX_TABLE = 100_000
 MAX_VOCAB = 1_000

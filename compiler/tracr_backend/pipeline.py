@@ -1,4 +1,4 @@
-"""The compile pipeline: tracr's passes with rasp-sim's fixes in between (COMPILER.md 5.2).
+"""The compile pipeline: tracr's passes with rasp-sim's fixes in between (docs/compiler.md).
 
 1. translate.py: s-op graph -> tracr RASP (static checks first);
 2. `rasp_to_graph.extract_rasp_graph`, tracr's;

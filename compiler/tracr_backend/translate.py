@@ -1,4 +1,4 @@
-"""Lowering a rasp-sim s-op graph to tracr RASP expressions (COMPILER.md 5.1).
+"""Lowering a rasp-sim s-op graph to tracr RASP expressions (docs/compiler.md).
 
 One tracr expression per graph node, in the encoding tracr can compile:
 - tokens and indices are categorical; constants (`Full`) are folded into the functions and

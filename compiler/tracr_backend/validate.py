@@ -1,4 +1,4 @@
-"""Validation on every compile (COMPILER.md 5.5): three implementations must agree.
+"""Validation on every compile (docs/compiler.md): three implementations must agree.
 
 On the declared input domain (every sequence over the vocabulary of length 1..max_len),
 in float64:

@@ -1,4 +1,4 @@
-"""Random universality (UNIVERSAL.md 6): Gaussian fixed weights, E from a linear system.
+"""Random universality (docs/universal.md): Gaussian fixed weights, E from a linear system.
 
 Attention matching holds iff E R_path R_terminal = V_path T_terminal for every constraint
 (paths.py), i.e. E M = T with M = [R_path R_terminal ...] (m x C), fixed by the UT. An E

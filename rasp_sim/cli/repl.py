@@ -1,6 +1,6 @@
 """`rasp-sim repl`: the interactive read-eval-print loop.
 
-It behaves like the original's REPL (LANGUAGE.md 3.2, 6.14): every s-op or selector is
+It behaves like the original's REPL (docs/language.md): every s-op or selector is
 evaluated on the running example as it is defined, and a definition that fails there is
 reported and not bound. Lines accumulate until they form complete statements (the `.. `
 prompt); a syntax error discards the accumulated text. Errors never end the session;

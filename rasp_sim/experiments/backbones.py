@@ -1,4 +1,4 @@
-"""Frozen backbones of UNIVERSAL.md 10.3 in the shared weight format, with what trains.
+"""Frozen backbones of docs/universal.md in the shared weight format, with what trains.
 
 Every variant is a `Transformer` (compiler/weights.py) whose token embedding, position
 embedding and unembedding are the trainable program (E = [E_tok; E_pos] and U); everything
@@ -215,7 +215,7 @@ def check_memory(sizes: Sizes, m: int, variant: str, batch: int, seq_len: int) -
 
 def universal_m(sizes: Sizes) -> int:
     """m of the compact sparse UT for `sizes` (the random UTs use the same m), by formula
-    (UNIVERSAL.md 4.2) so it is known before anything is built."""
+    (docs/universal.md) so it is known before anything is built."""
     h, l, k, c = sizes.heads, sizes.layers, sizes.head_dim, sizes.out_dim
     views = sum(h ** j for j in range(l))
     return 2 * h * k * views + c * h ** l

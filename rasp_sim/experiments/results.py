@@ -14,7 +14,7 @@ from .tasks.dyck import HELD_OUT_ABOVE
 
 RESULT = "result.json"
 
-# UNIVERSAL.md 10.1: from descriptions of the paper, not its tables (unverified).
+# docs/universal.md: from descriptions of the paper, not its tables (unverified).
 REPORTED = {
     ("dyck1", "S-A"): "100%",
     ("dyck1", "R-A"): "94.4%",

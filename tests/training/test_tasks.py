@@ -1,4 +1,4 @@
-"""The task generators against their definitions (UNIVERSAL.md 10.2), on samples: the
+"""The task generators against their definitions (docs/universal.md), on samples: the
 vectorised generators against the per-sample references in task_reference.py."""
 from __future__ import annotations
 

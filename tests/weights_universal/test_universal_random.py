@@ -106,7 +106,7 @@ def test_a_singular_system_is_an_error_not_a_wrong_embedding():
 
 @pytest.mark.parametrize("out_dim", [1, 2])
 def test_attention_matching_needs_c_times_H_to_the_L_dimensions(out_dim):
-    """UNIVERSAL.md 8 with c outputs: for d = k = 1 the read-out conditions alone are
+    """Random universality (docs/universal.md) with c outputs: for d = k = 1 the read-out conditions alone are
     c H^L independent equations on E (one c-vector per path), so m = c H^L - 1 leaves a
     residual for a generic target, whatever the rest of the system. We check the read-out
     block of M directly: its rank is at most m."""

@@ -1,5 +1,5 @@
 """Dyck-1 parenthesis balancing, the `dyckstream_30` distribution of Zhong & Andreas (2024)
-as described in UNIVERSAL.md 10.2 (parameters from fjzzq2002/random_transformers; the code
+as described in docs/universal.md (parameters from fjzzq2002/random_transformers; the code
 here is written for rasp-sim).
 
 A sample is a `(`/`)` string, then `?`, then the answer: `)` if the string is balanced,
