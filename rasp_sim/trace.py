@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .compiler.forward import (block_input, embed_features, embed_tokens, head_pattern,
-                               mlp_hidden, readout, apply_block)
+from .api_arguments import text
+from .compiler.forward import (apply_block, block_input, embed_features, embed_tokens,
+                               head_pattern, mlp_hidden, readout)
 from .compiler.tracr_backend.runtime import (as_program_types, decode, is_numeric_input,
                                              numeric_features, token_ids)
 from .compiler.weights import AttentionBlock
-from .api_arguments import text
 from .errors import RaspNameError
 
 if TYPE_CHECKING:
