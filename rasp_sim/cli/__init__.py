@@ -38,7 +38,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("analyse", "rasp_sim.cli.analyse",
             "layers, heads per layer and head widths of an s-op", ("analyze",)),
     Command("draw", "rasp_sim.cli.analyse",
-            "draw an s-op's graph, one band per layer (.png, .svg or .dot)"),
+            "draw an s-op's graph, one band per layer (.svg, .png, .pdf or .dot)"),
     Command("repl", "rasp_sim.cli.repl", "interactive RASP session with a running example"),
     Command("universal", "rasp_sim.cli.universal",
             "fixed universal transformers: build, embed a target, verify", blas_threads=True),
