@@ -49,6 +49,8 @@ COMMANDS: tuple[Command, ...] = (
             "re-run the validation of compiled weights against a program", blas_threads=True),
     Command("trace", "rasp_sim.cli.trace",
             "a compiled model's residual stream and attention on one input"),
+    Command("report", "rasp_sim.cli.report",
+            "a compiled model on one input, as one self-contained HTML page"),
     Command("experiment", "rasp_sim.cli.experiment",
             "train embeddings of frozen universal transformers (Dyck-1, k-hop)",
             blas_threads=True),
