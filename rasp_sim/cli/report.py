@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import UsageError
 from .options import add_memory_limit_option, add_unvalidated_option, refuse_overwriting_input
+from .trace import add_model_and_input
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -22,10 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "stream after every block, every head's attention pattern, every MLP's "
         "activations, and the decoded output next to the interpreter's. The page loads "
         "nothing: its figures are inline.")
-    parser.add_argument("model", metavar="MODEL", help="a compiled model (.npz or .safetensors)")
-    parser.add_argument("--input", required=True, metavar="TEXT",
-                        help="the input: a JSON list such as '[3, 1, 2]', or text whose "
-                        "characters are the tokens")
+    add_model_and_input(parser)
     parser.add_argument("-o", "--output", required=True, metavar="OUT.html",
                         help="the page to write")
     add_unvalidated_option(parser)
