@@ -33,12 +33,11 @@ from . import graph
 from .analyse import Analysis
 from .atomic_write import write_bytes
 from .draw_collapse import Box, box_summary, boxes, members_of
+from .draw_formats import DEFAULT_DPI, PICTURE_SUFFIXES
 from .draw_labels import node_text, operation
 from .errors import RaspError
 from .text import short_repr
 
-PICTURE_SUFFIXES = (".svg", ".png", ".pdf")
-DEFAULT_DPI = 100
 _VALUE_CHARS = 40  # example values longer than this are cut, to keep nodes readable
 GRID_LIMIT = 24  # a selector on a longer input is described, not drawn cell by cell
 

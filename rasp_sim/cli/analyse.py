@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..draw import DEFAULT_DPI
+from ..draw_formats import DEFAULT_DPI
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
