@@ -12,7 +12,7 @@ written out:
 2. Order within a row: a few barycentre sweeps (each node moves towards the mean position of
    its neighbours in the row above, then below), the standard heuristic for fewer crossings
    (Sugiyama, Tagawa and Toda, 1981).
-3. Folding (the size rule of docs/language.md): a row wider than `MAX_WIDTH` continues on
+3. Folding (the size rule of README "Layers and heads"): a row wider than `MAX_WIDTH` continues on
    the next line of its band, so the picture is never wider than `MAX_WIDTH`; bands stack
    in one column while they fit `MAX_HEIGHT`, and a taller picture continues in a new
    column to the right (one or more whole layers per column).
@@ -37,7 +37,8 @@ PAD = 5.0  # points between a box's border and its text
 CELL = 11.0  # a selector grid's cell
 GRID_LABEL = 26.0  # room for the token labels along a grid's axes
 H_GAP, V_GAP = 14.0, 26.0  # between boxes in a row; between rows (the arrows' room)
-BAND_TITLE = 14.0  # the strip at the top of a band that holds its title
+BAND_TOP = 8.0  # room above a band's first row
+WIDTH_SLACK = 1.04  # Agg's hinted glyphs come out a little wider than their outlines
 MARGIN = 8.0
 # 2,000 px at the default 100 dpi: 20 inches of 72 points.
 MAX_WIDTH = MAX_HEIGHT = 2000 / 100 * 72
@@ -89,7 +90,12 @@ def text_size(text: str, size: float = FONT_SIZE) -> tuple[float, float]:
     font = FontProperties(size=size)
     width = max(TextToPath().get_text_width_height_descent(line, font, ismath=False)[0]
                 for line in lines)
-    return width, len(lines) * size * LINE_SPACING
+    return width * WIDTH_SLACK, len(lines) * size * LINE_SPACING
+
+
+def title_text(title: str) -> str:
+    """A band title as drawn in the left margin: `layer 2:` over `1 head(s), 0 map(s)`."""
+    return title.replace(": ", ":\n", 1)
 
 
 def box_size(picture: Drawing, node: int) -> tuple[float, float]:
@@ -140,13 +146,14 @@ def _barycentre(placed: list[int], position: int) -> float:
     return sum(placed) / len(placed) if placed else position
 
 
-def _fold(row: list[int], sizes: list[tuple[float, float]]) -> list[list[int]]:
-    """`row` cut into lines no wider than MAX_WIDTH (a box wider than that alone)."""
+def _fold(row: list[int], sizes: list[tuple[float, float]],
+          room: float) -> list[list[int]]:
+    """`row` cut into lines no wider than `room` (a box wider than that alone)."""
     lines: list[list[int]] = [[]]
     width = 0.0
     for node in row:
         extra = sizes[node][0] + (H_GAP if lines[-1] else 0.0)
-        if lines[-1] and width + extra > MAX_WIDTH - 2 * MARGIN:
+        if lines[-1] and width + extra > room:
             lines.append([])
             extra, width = sizes[node][0], 0.0
         lines[-1].append(node)
@@ -171,6 +178,8 @@ def _place_line(line: list[int], sizes: list[tuple[float, float]],
 def layered_layout(picture: Drawing) -> Layout:
     graph, rows, layer_rows = _rows(picture)
     sizes = [box_size(picture, node) for node in range(len(picture.labels))]
+    gutter = max(text_size(title_text(t), TITLE_SIZE)[0] for t in picture.titles) + 2 * PAD
+    room = MAX_WIDTH - 2 * MARGIN - gutter - 2 * PAD
     centre: dict[int, float] = {}
     # Bands as (layer, lines of nodes, their x, their y relative to the band's top, height)
     bands: list[tuple[int, list[list[int]], float]] = []
@@ -179,9 +188,9 @@ def layered_layout(picture: Drawing) -> Layout:
         if not span:
             continue
         lines: list[list[int]] = []
-        y = BAND_TITLE
+        y = BAND_TOP
         for r in span:
-            for line in _fold(rows[r], sizes):
+            for line in _fold(rows[r], sizes, room):
                 wanted = [_mean([centre[p] for p in graph.predecessors(n) if p in centre])
                           for n in line]
                 for node, x in zip(line, _place_line(line, sizes, wanted)):
@@ -192,7 +201,7 @@ def layered_layout(picture: Drawing) -> Layout:
                 y += height + V_GAP
                 lines.append(line)
         bands.append((layer, lines, y - V_GAP + PAD))
-    return _stack(picture, bands, centre, offsets, sizes)
+    return _stack(picture, bands, centre, offsets, sizes, gutter)
 
 
 def _mean(values: list[float]) -> float:
@@ -201,8 +210,9 @@ def _mean(values: list[float]) -> float:
 
 def _stack(picture: Drawing, bands: list[tuple[int, list[list[int]], float]],
            centre: dict[int, float], offsets: dict[int, float],
-           sizes: list[tuple[float, float]]) -> Layout:
-    """Bands top to bottom in columns no taller than MAX_HEIGHT, columns left to right."""
+           sizes: list[tuple[float, float]], gutter: float) -> Layout:
+    """Bands top to bottom in columns no taller than MAX_HEIGHT, columns left to right;
+    each column has the band titles in a left margin `gutter` wide, where no box is."""
     columns: list[list[tuple[int, list[list[int]], float]]] = [[]]
     height = 0.0
     for band in bands:
@@ -219,18 +229,17 @@ def _stack(picture: Drawing, bands: list[tuple[int, list[list[int]], float]],
         members = [n for _, lines, _ in column for line in lines for n in line]
         low = min(centre[n] - sizes[n][0] / 2 for n in members)
         high = max(centre[n] + sizes[n][0] / 2 for n in members)
-        titles = max(text_size(picture.titles[layer], TITLE_SIZE)[0] for layer, _, _ in column)
-        width = max(high - low, titles) + 2 * PAD
+        width = gutter + high - low + 2 * PAD
         top = MARGIN
         for layer, lines, band_height in column:
             for line in lines:
                 for n in line:
-                    x = left + PAD + centre[n] - low
+                    x = left + gutter + PAD + centre[n] - low
                     boxes[n] = Rect(x, top + offsets[n], *sizes[n])
-            title_w, title_h = text_size(picture.titles[layer], TITLE_SIZE)
+            title_w, title_h = text_size(title_text(picture.titles[layer]), TITLE_SIZE)
             placed.append(Band(layer, Rect(left + width / 2, top + band_height / 2, width,
                                            band_height),
-                               Rect(left + PAD + title_w / 2, top + 2 + title_h / 2,
+                               Rect(left + PAD + title_w / 2, top + BAND_TOP + title_h / 2,
                                     title_w, title_h)))
             top += band_height
         total_height = max(total_height, top + MARGIN)

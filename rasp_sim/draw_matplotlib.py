@@ -2,7 +2,7 @@
 
 The layout comes from `draw_layout`, in points, and the figure is exactly the layout's
 size, so one point of the layout is one point of the page: text is drawn at the size the
-layout measured it. Each layer is a shaded band with its title, nodes are boxes coloured
+layout measured it. Each layer is a shaded band with its title in the left margin, nodes are boxes coloured
 by kind, folded library calls have a green fill, roots a thick border, a selector on an
 input is a query x key grid (a filled cell where the query selects the key), and an
 aggregate's selector arrow is dashed. Uses matplotlib's object API with the Agg canvas
@@ -20,7 +20,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from .atomic_write import replacing
 from .draw import Drawing, Grid
 from .draw_layout import (CELL, FONT_SIZE, GRID_LABEL, PAD, TITLE_SIZE, Layout, Rect,
-                          layered_layout)
+                          layered_layout, title_text)
 from .errors import RaspError
 
 _FILL = {"input": "#eeeeee", "selector": "#fff2cc", "aggregate": "#cfe2f3", "map": "#ffffff",
@@ -45,11 +45,9 @@ def figure_of(picture: Drawing, layout: Layout | None = None) -> Figure:
         area = band.area
         axes.add_patch(Rectangle((area.x - area.w / 2, area.y - area.h / 2), area.w, area.h,
                                  color=_BANDS[band.layer % 2], zorder=0, linewidth=0))
-        axes.text(band.title.x - band.title.w / 2, band.title.y, picture.titles[band.layer],
-                  ha="left", va="center", fontsize=TITLE_SIZE, color="#555555",
-                  parse_math=False, zorder=2,  # over the arrows that cross the strip
-                  bbox={"boxstyle": "square,pad=0.1", "facecolor": _BANDS[band.layer % 2],
-                        "edgecolor": "none"})
+        axes.text(band.title.x - band.title.w / 2, band.title.y,
+                  title_text(picture.titles[band.layer]), ha="left", va="center",
+                  fontsize=TITLE_SIZE, color="#555555", parse_math=False)
     for edge in picture.edges:
         tail, head = layout.boxes[edge.tail], layout.boxes[edge.head]
         axes.add_patch(FancyArrowPatch(
