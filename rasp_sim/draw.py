@@ -33,7 +33,7 @@ from . import graph
 from .analyse import Analysis
 from .atomic_write import write_bytes
 from .draw_collapse import Box, box_summary, boxes, members_of
-from .draw_formats import DEFAULT_DPI, PICTURE_SUFFIXES
+from .draw_formats import DEFAULT_DPI, check_suffix
 from .draw_labels import node_text, operation
 from .errors import RaspError
 from .text import short_repr
@@ -252,9 +252,7 @@ def render(picture: Drawing, path: str | Path, dpi: float = DEFAULT_DPI) -> tupl
         except OSError as error:
             raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
         return path, "dot text"
-    if suffix not in PICTURE_SUFFIXES:
-        raise RaspError(f"cannot draw to '{path.name}': the file name must end in "
-                        f"{', '.join(PICTURE_SUFFIXES)} or .dot")
+    check_suffix(str(path))
     from .draw_matplotlib import save
 
     save(picture, path, dpi)

@@ -29,6 +29,10 @@ _ROUNDING = {"input": 4.0, "selector": 1.0, "aggregate": 0.0, "map": 8.0, "call"
 _BANDS = ("#f4f4f4", "#fbfbee")
 _SELECTED = "#3d6fb6"
 _POINTS_PER_INCH = 72.0
+# A very big graph (--expand on the encoder) is painted at a lower resolution rather than
+# refused: at most _LARGEST_PIXELS in all (a 40-megapixel PNG is a few MB, and PIL's
+# decompression-bomb guard accepts it) and 2^15 pixels a side (Agg's limit is 2^16).
+_LARGEST_PIXELS, _LARGEST_SIDE_PIXELS = 40e6, 2**15
 
 
 def figure_of(picture: Drawing, layout: Layout | None = None) -> Figure:
@@ -102,6 +106,14 @@ def save(picture: Drawing, path: Path, dpi: float) -> None:
         # embeds TrueType fonts so that its text is text too.
         with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}), \
                 replacing(path) as handle:
-            figure.savefig(handle, dpi=dpi, format=path.suffix.lower().lstrip("."))
+            figure.savefig(handle, dpi=resolution(figure, dpi),
+                           format=path.suffix.lower().lstrip("."))
     except OSError as error:
         raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def resolution(figure: Figure, dpi: float) -> float:
+    """`dpi`, lowered as far as the pixel limits of a big figure require."""
+    width, height = figure.get_size_inches()
+    return min(dpi, (_LARGEST_PIXELS / (width * height)) ** 0.5,
+               _LARGEST_SIDE_PIXELS / max(width, height))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..draw_formats import DEFAULT_DPI
+from ..draw_formats import DEFAULT_DPI, check_suffix
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
@@ -86,6 +86,7 @@ def run_draw(args: argparse.Namespace) -> int:
     from .program import load_program
 
     name = chosen_name(args)
+    check_suffix(args.output)
     refuse_overwriting_input(args.output, args.file)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
