@@ -63,28 +63,31 @@ def assert_inside(layout: Layout) -> None:
         assert 0 <= box.y - box.h / 2 and box.y + box.h / 2 <= layout.height
 
 
+# The expanded pictures (every node of every library call) take most of the time.
+EXPAND = [False, pytest.param(True, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("expand", EXPAND, ids=["folded", "expanded"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_pictures_fit_and_nothing_overlaps(path: Path) -> None:
-    for expand in (False, True):
-        for with_input in (False, True):
-            picture = example_picture(path, expand=expand, with_input=with_input)
-            layout = layered_layout(picture)
-            assert_no_overlap(layout)
-            assert_inside(layout)
-            for node, box in enumerate(layout.boxes):  # each box holds its text
-                assert (box.w, box.h) == box_size(picture, node)
-                width, height = text_size(picture.labels[node])
-                assert width < box.w and height < box.h
-            if not expand:
-                pixels = DEFAULT_DPI / 72
-                assert layout.width * pixels <= 2000 and layout.height * pixels <= 2000
+def test_example_pictures_fit_and_nothing_overlaps(path: Path, expand: bool) -> None:
+    for with_input in (False, True):
+        picture = example_picture(path, expand=expand, with_input=with_input)
+        layout = layered_layout(picture)
+        assert_no_overlap(layout)
+        assert_inside(layout)
+        for node, box in enumerate(layout.boxes):  # each box holds its text
+            assert (box.w, box.h) == box_size(picture, node)
+            width, height = text_size(picture.labels[node])
+            assert width < box.w and height < box.h
+        if not expand:
+            pixels = DEFAULT_DPI / 72
+            assert layout.width * pixels <= 2000 and layout.height * pixels <= 2000
 
 
+@pytest.mark.parametrize("expand", EXPAND, ids=["folded", "expanded"])
 @pytest.mark.parametrize("expr", [c[0] for c in COSTS])
-def test_library_pictures_have_no_overlap(expr: str) -> None:
-    node = library.build(expr)
-    for expand in (False, True):
-        assert_no_overlap(layered_layout(drawing(analyse(node), expand=expand)))
+def test_library_pictures_have_no_overlap(expr: str, expand: bool) -> None:
+    assert_no_overlap(layered_layout(drawing(analyse(library.build(expr)), expand=expand)))
 
 
 def _labels(picture: Drawing) -> list[str]:
