@@ -86,8 +86,8 @@ def run_draw(args: argparse.Namespace) -> int:
     from .program import load_program
 
     name = chosen_name(args)
-    check_suffix(args.output)
     refuse_overwriting_input(args.output, args.file)
+    check_suffix(args.output)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
                        "a drawing without --input")
