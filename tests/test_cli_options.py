@@ -52,7 +52,7 @@ def test_draw_computes_its_labels_in_exact_arithmetic(capsys, tmp_path):
                                *(["--exact"] if exact else []))
         assert code == 0, err
         label = short_repr([0 + tenth, 1 + tenth], 40)
-        assert f"x\\n{label}" in target.read_text()
+        assert f"x\\nindices + {tenth}\\n{label}" in target.read_text()
 
 
 def test_draw_without_input_refuses_exact(capsys, tmp_path):

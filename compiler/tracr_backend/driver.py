@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import metadata as package_metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 def _tracr_compiler_without_jax() -> None:
@@ -168,18 +168,21 @@ def _version(package: str) -> str:
 def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: bool = False,
                     samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False,
                     program: str = "", name: str = "", tracr_oracle: bool = True,
-                    min_len: int = 1, numeric: NumericDomain | None = None) -> Result:
+                    min_len: int = 1, numeric: NumericDomain | None = None,
+                    stage: Callable[[str], None] = lambda name: None) -> Result:
     """Compile, export and validate; the weights are marked validated only if all agree.
 
     `tracr_oracle=False` leaves tracr's assembled model out of the validation, which then
     compares the written weights with the interpreter only: no jax, no haiku, so a compile
     takes a fraction of a second instead of seconds (the CLI's default; `--check-tracr`
-    adds the oracle)."""
+    adds the oracle). `stage(name)` is told as each step starts (lowering, weights, tracr's
+    model, validating), for a progress display."""
     start = time.perf_counter()
     if numeric is not None and tokens_kind(root) != "float":
         raise Unsupported("--numeric-tokens", f"the program reads its tokens as "
                           f"tokens_{tokens_kind(root)}; real-valued tokens are read with "
                           "tokens_float")
+    stage("lowering to tracr's craft model")
     compiled = compile_graph(root, vocab, max_len, causal=causal, min_len=min_len,
                              numeric=numeric)
     if tracr_oracle and compiled.gated:
@@ -197,6 +200,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     }
     # a product that overflows (a --token-range near 1e308) is refused with the weight it
     # made non-finite (the weights' own check), not printed as a NumPy RuntimeWarning
+    stage("assembling the weights")
     with np.errstate(all="ignore"):
         weights = to_weights(compiled, {COMPILE_KEY: record})
     seconds = time.perf_counter() - start  # the compile proper: graph -> weights
@@ -205,8 +209,10 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     record["blocks"] = compiled.block_operations()  # per weight-format layer, in order
     oracle = None
     if tracr_oracle:  # its first call in a process includes JAX start-up
+        stage("building tracr's model (the oracle)")
         _jax()  # float64 before tracr_model's haiku initialisation creates arrays
         oracle = tracr_forward(tracr_model(compiled), compiled.categorical_output, max_len)
+    stage("validating")
     if numeric is not None:
         record["token_range"] = [numeric.low, numeric.high]
         report = validate_numeric(root, weights, numeric, samples=samples, seed=seed)

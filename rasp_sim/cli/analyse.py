@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..draw_formats import DEFAULT_DPI, check_suffix
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
@@ -22,17 +23,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     analyse.set_defaults(handler=run_analyse)
 
     draw = subparsers.add_parser(
-        "draw", help="draw an s-op's graph, one band per layer (.png, .svg or .dot)",
-        description="Write NAME's computation graph, grouped into layers: "
-        "OUT.dot (DOT text), OUT.svg or OUT.png (drawn by Graphviz when its `dot` program "
-        "is installed, else by matplotlib).",
+        "draw", help="draw an s-op's graph, one band per layer (.svg, .png, .pdf or .dot)",
+        description="Write NAME's computation graph, grouped into layers: OUT.svg, OUT.png "
+        "or OUT.pdf (a picture), or OUT.dot (Graphviz DOT text). Each call into a library "
+        "is one box named by the call, constants are written into the nodes that use "
+        "them, and with --input every s-op shows its value and every selector its query x "
+        "key grid.",
     )
     _common(draw)
     draw.add_argument("-o", "--output", required=True, metavar="OUT",
-                      help="output file: .dot, .svg or .png")
-    add_example_input_option(draw, "label every node with its value on this input")
+                      help="output file: .svg, .png, .pdf or .dot")
+    draw.add_argument("--expand", action="store_true",
+                      help="draw the nodes inside library calls instead of one box per call")
+    draw.add_argument("--dpi", type=_dpi, default=DEFAULT_DPI, metavar="N",
+                      help=f"resolution of a .png (default {DEFAULT_DPI}; .svg and .pdf "
+                      "are vector pictures)")
+    add_example_input_option(draw, "label every node with its value on this input "
+                             "(selectors as query x key grids)")
     add_exact_option(draw)
     draw.set_defaults(handler=run_draw)
+
+
+def _dpi(text: str) -> float:
+    """--dpi: a resolution from 10 to 1000 dots per inch."""
+    try:
+        dpi = float(text)
+    except ValueError:
+        dpi = float("nan")
+    if not 10 <= dpi <= 1000:
+        raise argparse.ArgumentTypeError(f"expected dots per inch from 10 to 1000, got {text!r}")
+    return dpi
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -60,12 +80,14 @@ def run_analyse(args: argparse.Namespace) -> int:
 def run_draw(args: argparse.Namespace) -> int:
     from ..analyse import analyse
     from ..draw import drawing, render
+    from ..draw_collapse import call_names
     from ..graph import ancestors
     from .inputs import parse_input
     from .program import load_program
 
     name = chosen_name(args)
     refuse_overwriting_input(args.output, args.file)
+    check_suffix(args.output)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
                        "a drawing without --input")
@@ -73,12 +95,14 @@ def run_draw(args: argparse.Namespace) -> int:
                            sandbox=args.sandbox)
     _, node = program.node(name)
     analysis = analyse(node)
-    values = None
+    values, example = None, None
     if args.input is not None:
         nodes = list(ancestors(node))
         example = parse_input(args.input, exact=program.exact)
         (results,) = program.evaluate_nodes(nodes, [example])
         values = dict(zip(nodes, results))
-    path, renderer = render(drawing(analysis, values), args.output)
+    picture = drawing(analysis, values, example, user_file=args.file,
+                      call_names=call_names(args.file, program.values), expand=args.expand)
+    path, renderer = render(picture, args.output, args.dpi)
     print(f"wrote {path} ({renderer})")
     return 0

@@ -19,6 +19,7 @@ from .options import (
     add_unvalidated_option, refuse_overwriting_input, sample_count, seed_number,
 )
 from .program import at_call_site, binding_span, load_named_node
+from .stages import StageLine
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -136,12 +137,19 @@ def run_compile(args: argparse.Namespace) -> int:
         entries = args.vocab.split(",") if args.vocab else []  # --vocab "" is empty
         vocab = driver.parse_vocab(entries, driver.tokens_kind(root))
         samples = args.samples or driver.DEFAULT_SAMPLES
+    line = StageLine("compile")
+
+    def stage(step: str) -> None:  # the validation shows its own bar: the line goes
+        line.close() if step == "validating" else line.stage(step)
+
     try:
-        result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
-                                        samples=samples, seed=args.seed,
-                                        progress=sys.stderr.isatty(), program=args.file,
-                                        name=name, tracr_oracle=args.check_tracr,
-                                        min_len=args.min_len or 1, numeric=numeric)
+        with line:
+            result = driver.compile_program(root, vocab, args.max_len, causal=args.causal,
+                                            samples=samples, seed=args.seed,
+                                            progress=sys.stderr.isatty(), program=args.file,
+                                            name=name, tracr_oracle=args.check_tracr,
+                                            min_len=args.min_len or 1, numeric=numeric,
+                                            stage=stage)
     except driver.Unsupported as refusal:
         if numeric is None and driver.tokens_kind(root) == "float":
             refusal.notes.append("  hint: the program reads tokens_float; --numeric-tokens "

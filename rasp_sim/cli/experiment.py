@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="run on an existing Dask scheduler, e.g. tcp://host:8786")
     parser.add_argument("--resume", action="store_true",
                         help="reuse finished runs and continue interrupted ones from checkpoints")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (there are none when stderr is not a terminal)")
     parser.add_argument("--dry-run", action="store_true",
                         help="train nothing: print each setting's FLOPs per step, its CPU "
                              "time per step measured on a few steps here, and the budget's "
@@ -147,7 +148,8 @@ def _experiment(args: argparse.Namespace) -> int:
         print(describe(estimate(configs, device)), end="")
         return 0
     results, failures = sweep(configs, out, args.workers, args.scheduler, args.resume,
-                              progress=not args.no_progress, device_name=device)
+                              progress=not args.no_progress and sys.stderr.isatty(),
+                              device_name=device)
     rows = summarise(results)
     plots = []
     for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):

@@ -19,6 +19,7 @@ from ..errors import RaspError, RaspResourceError, Source, Span
 from ..program_files import MAX_PROGRAM_BYTES
 from .program import sandbox_folder
 from .options import add_language_options
+from .repl_draw import DRAW_FOLDER, DRAW_FORMATS
 
 if TYPE_CHECKING:  # imported by the handler: `rasp-sim --help` stays light
     from ..repl_session import ReplSession
@@ -39,6 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "`quit` or end of input.",
     )
     parser.add_argument("file", nargs="?", help="a program to run before the first prompt")
+    parser.add_argument("--draw-dir", default=DRAW_FOLDER, metavar="DIR",
+                        help=f"where `draw(x);` writes its pictures (default {DRAW_FOLDER}, "
+                        "as the original)")
+    parser.add_argument("--draw-format", choices=DRAW_FORMATS, default=DRAW_FORMATS[0],
+                        help=f"the pictures' format (default {DRAW_FORMATS[0]})")
     add_language_options(parser)
     # Ctrl-C ends the statement being run, not the session (main exits 130 otherwise)
     parser.set_defaults(handler=run_repl, handles_interrupts=True)
@@ -46,9 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_repl(args: argparse.Namespace) -> int:
     from ..repl_session import ReplSession
+    from .repl_draw import picture_writer
 
     repl = ReplSession(exact=args.exact, strict=args.strict,
                        sandbox=sandbox_folder(args.file, args.sandbox))
+    repl.interpreter.draw_hook = picture_writer(args.draw_dir, args.draw_format,
+                                                repl.interpreter.exact, sys.stdout)
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history()

@@ -25,10 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the s-ops each block writes into the residual stream, read off it, and where each "
         "head attends; --json gives every array, -o a figure of the residual stream and the "
         "attention patterns.")
-    parser.add_argument("model", metavar="MODEL", help="a compiled model (.npz or .safetensors)")
-    parser.add_argument("--input", required=True, metavar="TEXT",
-                        help="the input: a JSON list such as '[3, 1, 2]', or text whose "
-                        "characters are the tokens")
+    add_model_and_input(parser)
     output = parser.add_mutually_exclusive_group()
     add_json_option(output, "print the whole trace (every array) as JSON")
     output.add_argument("-o", "--output", metavar="OUT",
@@ -36,6 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_unvalidated_option(parser)
     add_memory_limit_option(parser, "size of the model's arrays to read")
     parser.set_defaults(handler=run_trace)
+
+
+def add_model_and_input(parser: argparse.ArgumentParser) -> None:
+    """MODEL and --input, as `trace` and `report` take them."""
+    parser.add_argument("model", metavar="MODEL", help="a compiled model (.npz or .safetensors)")
+    parser.add_argument("--input", required=True, metavar="TEXT",
+                        help="the input: a JSON list such as '[3, 1, 2]', or text whose "
+                        "characters are the tokens")
 
 
 def run_trace(args: argparse.Namespace) -> int:

@@ -135,8 +135,22 @@ def summarise(results: list[dict]) -> list[dict]:
             "devices": sorted({f"{r['device']['platform']} ({r['device']['kind']})"
                                for r in runs if "device" in r}),
             "reported": REPORTED.get((task, variant), "-"),
+            "curve": mean_curve(runs),
         })
     return rows
+
+
+def mean_curve(runs: list[dict]) -> dict[str, list | None]:
+    """The runs' learning curves over their common steps: `step`, and per measure its
+    mean and its std over seeds (None for one seed: no spread to show), so the figure can
+    be drawn again from summary.json alone."""
+    length = min(len(run["curves"]) for run in runs)
+    curve: dict[str, list | None] = {"step": [c["step"] for c in runs[0]["curves"][:length]]}
+    for key in ("train_loss", "test_accuracy"):
+        values = np.array([[c[key] for c in run["curves"][:length]] for run in runs], dtype=float)
+        curve[f"{key}_mean"] = values.mean(axis=0).tolist()
+        curve[f"{key}_std"] = values.std(axis=0, ddof=1).tolist() if len(runs) > 1 else None
+    return curve
 
 
 def markdown_table(rows: list[dict]) -> str:
