@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rasp_sim.cli.repl import session
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.repl_session import ReplSession
 
 ORIGINAL = os.environ.get("RASP_ORIGINAL")
 ORIGINAL_PYTHON = os.environ.get("RASP_ORIGINAL_PYTHON")
@@ -66,7 +66,7 @@ def our_lines(folder: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> list[
     monkeypatch.chdir(folder)
     out = io.StringIO()
     typed = iter(text.splitlines())
-    session(Interpreter(repl=True, output=out), lambda prompt: next(typed, None), out)
+    session(ReplSession(output=out), lambda prompt: next(typed, None), out)
     return out.getvalue().splitlines()
 
 
