@@ -146,9 +146,20 @@ class Host:
     def show(self, statement: ast.Statement, results: list[Result]) -> None:
         """A top-level statement ran and produced `results`."""
 
-    def load_failed(self, error: RaspError) -> Result:
-        """A statement of a loaded file failed: raise, or a Result for the load to go on."""
+    def statement_failed(self, statement: ast.Statement, error: RaspError) -> None:
+        """A top-level statement of a program run by `run_source` failed: raise to end
+        the program, or return for the next statement to run (the original goes on)."""
         raise error
+
+    def load_failed(self, statement: ast.Statement, error: RaspError,
+                    env: Environment) -> Result | None:
+        """A statement of a loaded file (running in `env`) failed: raise, or return for
+        the load to go on (a Result is what the load shows for it)."""
+        raise error
+
+    def skips_draw(self, statement: ast.Draw) -> bool:
+        """Whether `draw` statements are skipped unevaluated (a run with no example)."""
+        return False
 
     def loaded(self, results: list[Result]) -> None:
         """A `load` ran the file whose statements produced `results`."""
@@ -232,7 +243,10 @@ class Interpreter:
         self._files.append(Path(file))
         try:
             for statement in program.statements:
-                self.execute(statement)
+                try:
+                    self.execute(statement)
+                except RaspError as error:
+                    self.host.statement_failed(statement, error)
                 if self.exit_requested:
                     break
         finally:
@@ -351,6 +365,8 @@ class Interpreter:
         return []
 
     def _exec_draw(self, node: ast.Draw, env: Environment) -> list[Result]:
+        if self.host.skips_draw(node):
+            return []
         if node.input is not None:
             example = self._eval(node.input, env)
         elif self.sop_example is None:
@@ -470,7 +486,9 @@ class Interpreter:
                 except _Exit:
                     break
                 except RaspError as error:
-                    self._load_results.append(self.host.load_failed(error))
+                    shown = self.host.load_failed(statement, error, file_env)
+                    if shown is not None:
+                        self._load_results.append(shown)
             # One list serves every load in progress, as in the original: a nested load
             # hands over its loader's results so far with its own, in the order they
             # happened.

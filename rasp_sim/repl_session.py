@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, TextIO
 from . import ast, graph
 from .definition_check import DefinitionCheck
 from .display import Display
-from .environment import is_exported
+from .environment import Environment, is_exported
 from .errors import RaspError, Span
 from .interpreter import Host, Interpreter, Result
 from .program import Program
@@ -159,7 +159,8 @@ class ReplSession(Session):
         for result in results:
             self._show(result)
 
-    def load_failed(self, error: RaspError) -> Result:
+    def load_failed(self, statement: ast.Statement, error: RaspError,
+                    env: Environment) -> Result | None:
         return Result("error", value=error)  # the load goes on
 
     def loaded(self, results: list[Result]) -> None:
