@@ -229,10 +229,12 @@ class Interpreter:
         """The value of `name` in the top-level scope."""
         return self.top.lookup(name)
 
-    @property
-    def full_s(self) -> graph.Selector:
-        """The library's shared all-true selector (one head for all its users, 7)."""
-        return self.base.lookup("full_s")
+    @functools.cached_property
+    def presence_selector(self) -> graph.Selector:
+        """The all-true selector of every `atom in s-op` (one head for all of them). The
+        original builds these on an internal selector of its own, not the library's
+        `full_s`, so in one layer they take one head and the library's users another."""
+        return operations.select(1, 1, "==", Span.whole_file("<built-in: atom in s-op>"))
 
     # ------------------------------------------------------------------ running
 
@@ -562,7 +564,7 @@ class Interpreter:
     def _eval_contains(self, node: ast.Contains, env: Environment) -> Any:
         item = self._eval(node.item, env)
         container = self._eval(node.container, env)
-        return operations.contains(item, container, node.span, self.full_s)
+        return operations.contains(item, container, node.span, self.presence_selector)
 
     def _eval_index(self, node: ast.Index, env: Environment) -> Any:
         target = self._eval(node.target, env)

@@ -65,7 +65,8 @@ def where(condition: graph.SOp, then: Any, otherwise: Any, span: Span) -> graph.
 
 
 def contains(item: Any, container: Any, span: Span, full_s: graph.Selector) -> Any:
-    """`item in container` (6.8)."""
+    """`item in container` (6.8); `full_s` is the all-true selector `atom in s-op`
+    aggregates with."""
     if isinstance(item, graph.SOp):
         if not isinstance(container, list):
             raise RaspTypeError(
@@ -82,7 +83,7 @@ def contains(item: Any, container: Any, span: Span, full_s: graph.Selector) -> A
         if isinstance(container, list):
             return item in container
         if isinstance(container, graph.SOp):
-            # "present anywhere": a full_s mean of an indicator, then > 0.
+            # "present anywhere": an all-true mean of an indicator, then > 0.
             hits = make_map("indicator", (make_map("==", (container, item), span),), span)
             mean = graph.Aggregate(selector=full_s, values=hits, default=0, span=span)
             return make_map(">", (mean, 0), span)
