@@ -96,6 +96,7 @@ class ReplSession(Session):
     """REPL mode: the definition check (6.14) and the display of every statement."""
 
     checking = True
+    names_expressions = True
 
     def __init__(self, *, example: Any = None, **options: Any):
         # Graph values built by each statement being executed (innermost last), with the
