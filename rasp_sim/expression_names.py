@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from . import graph
-from .values import node_name
+from .values import Function, node_name
 
 
 def _name(value: Any) -> str:
-    return node_name(value) if isinstance(value, (graph.SOp, graph.Selector)) else str(value)
+    if isinstance(value, (graph.SOp, graph.Selector)):
+        return node_name(value)
+    return value.name if isinstance(value, Function) else str(value)
 
 
 def _has_sop(*values: Any) -> bool:

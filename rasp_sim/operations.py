@@ -42,9 +42,17 @@ def binary(op: str, left: Any, right: Any, span: Span, *, exact: bool) -> Any:
             return node_type(left=left, right=right, span=span)
     elif any(selectors):
         raise RaspTypeError(f"Cannot apply {op} to selector(s)")
+    if sop and op == "==" and not all(is_atom(v) or is_graph(v) for v in (left, right)):
+        return _never_equal(left if isinstance(left, graph.SOp) else right, span)
     if sop:  # the grammar's binary operators are all MapOp names
         return make_map(cast(graph.MapOp, op), (left, right), span)
     return semantics.binary(op, left, right, exact=exact)  # atom and/or: both evaluated
+
+
+def _never_equal(sop: graph.SOp, span: Span) -> graph.Map:
+    """`sop == [1]` (a list, dict or function): False at every position, as the original
+    compares each atom with it in Python. Built on `sop`, so its layer is the s-op's."""
+    return make_map("and", (make_map("==", (sop, sop), span), False), span)
 
 
 def unary(op: str, value: Any, span: Span, *, exact: bool) -> Any:
