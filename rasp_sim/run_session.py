@@ -112,8 +112,9 @@ class LazySession(Session):
                                    "the loader the library's (as in the original)"),
                       file=self._errors)
             else:
-                print(warning_text(failure.error, f"the statement is skipped: {target} does "
-                                   "not depend on it"), file=self._errors)
+                unused = f": {target} does not depend on it" if target is not None else ""
+                print(warning_text(failure.error, f"the statement is skipped{unused}"),
+                      file=self._errors)
         if chain:
             return (f"{target} depends on a statement that failed (above). With --example X, "
                     "run follows the original instead: every statement is checked on X, and "
