@@ -1,6 +1,7 @@
 """The Python API's entry points (docs/python.md): RASP source -> `Program` -> `Model`.
 
-`parse` and `load` run a program as `rasp-sim run` does; `compile` lowers one of its s-ops
+`parse` and `load` run a program as `rasp-sim run` does, except that a failing statement
+raises its error; `compile` lowers one of its s-ops
 to validated transformer weights as `rasp-sim compile` does (tracr, without JAX: the
 weights are validated against the interpreter by the NumPy forward pass). Every error is a
 `RaspError` with its file:line:col; a program the compiler cannot lower, or weights that

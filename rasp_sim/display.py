@@ -92,10 +92,23 @@ def full_sequence_lines(example: Any, values: list, lead: str, prefix: str = "")
         return " ".join(c.rjust(width) for c in cs)
 
     return [
-        lead,
-        f"{prefix} \t\tinput:   {row(ins)} \t ({type_label(example)})",
+        lead,  # the original labels the input row after turning it into text: "strings"
+        f"{prefix} \t\tinput:   {row(ins)} \t (strings)",
         f"{prefix} \t\toutput:  {row(outs)} \t ({type_label(values)})",
     ]
+
+
+def _flat_text(value: list | dict) -> str:
+    """A list or dict of atoms and functions as the original prints it: Python's repr,
+    a function as the original's Python object repr (an address, of rasp-sim's object)."""
+    def text(v: Any) -> str:
+        if isinstance(v, Function):
+            return f"<RASP_support.Evaluator.RASPFunction object at {id(v):#x}>"
+        return repr(v)
+
+    if isinstance(value, list):
+        return "[" + ", ".join(text(v) for v in value) + "]"
+    return "{" + ", ".join(f"{k!r}: {text(v)}" for k, v in value.items()) + "}"
 
 
 @dataclass
@@ -121,7 +134,8 @@ class Display:
                     lead = f"{pre} \t Example:"
                     if len(set(values)) == 1:
                         lead += f" {name}({quote(self.sop_example)}) ="
-                    lines += full_sequence_lines(self.sop_example, values, lead, pre)
+                    # the original's input row shows the selector example (a quirk)
+                    lines += full_sequence_lines(self.selector_example, values, lead, pre)
                 else:
                     lines.append(
                         f"{pre} \t Example: {name}({quote(self.sop_example)}) = "
@@ -160,7 +174,7 @@ class Display:
             head = ("   list: " if is_list else "   dict: ") + (f"{name} = " if name is not None else "")
             items = value if isinstance(value, list) else list(value.values())
             if not any(isinstance(v, (list, dict, graph.SOp, graph.Selector)) for v in items):
-                lines.append(f"{pre} {first} {head}{list(value) if is_list else value!r}")
+                lines.append(f"{pre} {first} {head}{_flat_text(value)}")
                 continue
             lines.append(f"{pre} {first} {head}{pre} " + ("[" if is_list else "{"))
             pending.append(pre + " " * (len(head) + 2) + ("]" if is_list else "}"))
@@ -176,7 +190,9 @@ class Display:
         if value.kind == "selector":
             return ["\t = "] + selector_lines(value.input, list(value))
         if self.settings.full_seq:
-            return full_sequence_lines(value.input, list(value), "\t = ")
+            # all equal: the original's print of two empty prefixes leaves three spaces
+            lead = "\t =  " if len(set(value)) == 1 else "\t = "
+            return full_sequence_lines(value.input, list(value), lead)
         return ["\t =  " + sequence_text(list(value))]
 
     def example(self, target: str) -> list[str]:

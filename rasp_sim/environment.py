@@ -33,6 +33,29 @@ def is_exported(name: str) -> bool:
     return not name.startswith("_") and name != "out"
 
 
+class FailedBinding:
+    """What a name holds after the statement that would have bound it failed, in a run
+    that goes on past failing statements (`rasp_sim.run_session`): using the name fails,
+    naming that statement, instead of silently finding an older value. `failure` is the
+    runner's record of the failed statement, handed on to the error."""
+
+    def __init__(self, span: Any, failure: Any):
+        self.span = span
+        self.failure = failure
+
+    def used(self, name: str) -> "FailedNameError":
+        return FailedNameError(f"{name} has no value: the statement at {self.span} that "
+                               "binds it failed", self.failure)
+
+
+class FailedNameError(RaspNameError):
+    """A use of a `FailedBinding`: `failure` says which failed statement it goes back to."""
+
+    def __init__(self, message: str, failure: Any):
+        super().__init__(message)
+        self.failure = failure
+
+
 class Environment:
     """One scope. `lookup` walks to the parents; `bind` binds here (and exports)."""
 
@@ -61,7 +84,10 @@ class Environment:
         env: Environment | None = self
         while env is not None:
             if name in env.variables:
-                return env.variables[name]
+                value = env.variables[name]
+                if isinstance(value, FailedBinding):
+                    raise value.used(name)
+                return value
             env = env.parent
         raise RaspNameError(f"Undefined variable: {name}")
 
@@ -82,6 +108,16 @@ class Environment:
             self.on_bind(name, value)
         if self.exporter is not None and is_exported(name):
             self.exporter.bind(name, value)
+
+    def bind_failed(self, name: str, failed: FailedBinding) -> None:
+        """Mark `name` as left without a value by a failed statement, here and (a public
+        name) in the loaders, except where it is reserved: a reserved name is never
+        rebound, so it keeps its value."""
+        if name in self.reserved:
+            return
+        self.variables[name] = failed
+        if self.exporter is not None and is_exported(name):
+            self.exporter.bind_failed(name, failed)
 
     def set_out(self, value: Any) -> None:
         """Rebind `out` (6.14): not an assignment, so no reserved check and no export."""

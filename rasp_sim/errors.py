@@ -143,3 +143,12 @@ class CompileError(RaspError):
     compiler's own refusals and validation failures are its subclasses."""
 
     kind = "cannot compile"
+
+
+def warning_text(error: RaspError, note: str) -> str:
+    """`error` reported as a warning (the program goes on): `file:line:col: warning: kind:
+    message`, the source line and caret, the error's notes, then `  note: {note}`."""
+    where = f"{error.span}: " if error.span is not None else ""
+    quoted = quote(error.span) if error.span is not None else []
+    return "\n".join([f"{where}warning: {error.kind}: {error.message}", *quoted,
+                      *error.notes, f"  note: {note}"])

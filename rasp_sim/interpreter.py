@@ -41,7 +41,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from . import ast
 from . import graph
-from . import operations
+from . import expression_names, operations
 from .display import DisplaySettings
 from .environment import BASE_RESERVED, Environment
 from .errors import (
@@ -122,6 +122,10 @@ class Host:
     # Whether `built`, `verify`, `enter_statement`, `leave_statement` and `on_input` are
     # called (the standard library is never checked).
     checking = False
+    # Whether s-ops built by operators are named by their expression, as the original's
+    # REPL shows them (`( indices + 1 )`), and `tokens` is the shared tokens node's name:
+    # for display only, so other hosts keep the names their outputs use.
+    names_expressions = False
 
     def enter_statement(self) -> None:
         """A statement (top-level, in a function body or loop, in a loaded file) starts."""
@@ -146,9 +150,20 @@ class Host:
     def show(self, statement: ast.Statement, results: list[Result]) -> None:
         """A top-level statement ran and produced `results`."""
 
-    def load_failed(self, error: RaspError) -> Result:
-        """A statement of a loaded file failed: raise, or a Result for the load to go on."""
+    def statement_failed(self, statement: ast.Statement, error: RaspError) -> None:
+        """A top-level statement of a program run by `run_source` failed: raise to end
+        the program, or return for the next statement to run (the original goes on)."""
         raise error
+
+    def load_failed(self, statement: ast.Statement, error: RaspError,
+                    env: Environment) -> Result | None:
+        """A statement of a loaded file (running in `env`) failed: raise, or return for
+        the load to go on (a Result is what the load shows for it)."""
+        raise error
+
+    def skips_draw(self, statement: ast.Draw) -> bool:
+        """Whether `draw` statements are skipped unevaluated (a run with no example)."""
+        return False
 
     def loaded(self, results: list[Result]) -> None:
         """A `load` ran the file whose statements produced `results`."""
@@ -205,6 +220,8 @@ class Interpreter:
             self._exec(statement, library_env)
         library_names = frozenset(self.base.variables)
         self.base.bind("tokens", values_env.variables["tokens_str"])
+        if self.host.names_expressions:  # `tokens = tokens_str;` names it, as an assignment
+            set_display_name(values_env.variables["tokens_str"], "tokens")
         self.top = Environment(
             self.base, name="console", reserved=BASE_RESERVED | library_names,
             on_bind=self._note_top_binding,
@@ -218,10 +235,12 @@ class Interpreter:
         """The value of `name` in the top-level scope."""
         return self.top.lookup(name)
 
-    @property
-    def full_s(self) -> graph.Selector:
-        """The library's shared all-true selector (one head for all its users, 7)."""
-        return self.base.lookup("full_s")
+    @functools.cached_property
+    def presence_selector(self) -> graph.Selector:
+        """The all-true selector of every `atom in s-op` (one head for all of them). The
+        original builds these on an internal selector of its own, not the library's
+        `full_s`, so in one layer they take one head and the library's users another."""
+        return operations.select(1, 1, "==", Span.whole_file("<built-in: atom in s-op>"))
 
     # ------------------------------------------------------------------ running
 
@@ -232,7 +251,10 @@ class Interpreter:
         self._files.append(Path(file))
         try:
             for statement in program.statements:
-                self.execute(statement)
+                try:
+                    self.execute(statement)
+                except RaspError as error:
+                    self.host.statement_failed(statement, error)
                 if self.exit_requested:
                     break
         finally:
@@ -351,6 +373,8 @@ class Interpreter:
         return []
 
     def _exec_draw(self, node: ast.Draw, env: Environment) -> list[Result]:
+        if self.host.skips_draw(node):
+            return []
         if node.input is not None:
             example = self._eval(node.input, env)
         elif self.sop_example is None:
@@ -470,7 +494,9 @@ class Interpreter:
                 except _Exit:
                     break
                 except RaspError as error:
-                    self._load_results.append(self.host.load_failed(error))
+                    shown = self.host.load_failed(statement, error, file_env)
+                    if shown is not None:
+                        self._load_results.append(shown)
             # One list serves every load in progress, as in the original: a nested load
             # hands over its loader's results so far with its own, in the order they
             # happened.
@@ -523,11 +549,22 @@ class Interpreter:
     def _eval_binary(self, node: ast.BinaryOp, env: Environment) -> Any:
         left = self._eval(node.left, env)
         right = self._eval(node.right, env)
-        return operations.binary(node.op, left, right, node.span, exact=self.exact)
+        result = operations.binary(node.op, left, right, node.span, exact=self.exact)
+        return self._name(result, expression_names.binary(node.op, left, right), left, right)
 
     def _eval_unary(self, node: ast.UnaryOp, env: Environment) -> Any:
         op = {"not": "not", "-": "neg", "+": "pos"}[node.op]
-        return operations.unary(op, self._eval(node.operand, env), node.span, exact=self.exact)
+        operand = self._eval(node.operand, env)
+        result = operations.unary(op, operand, node.span, exact=self.exact)
+        return self._name(result, expression_names.unary(node.op, operand), operand)
+
+    def _name(self, result: Any, name: str | None, *operands: Any) -> Any:
+        """`result`, named `name` if the host names expressions and it is a new s-op."""
+        if (self.host.names_expressions and name is not None
+                and isinstance(result, graph.SOp) and result.name is None
+                and all(result is not o for o in operands)):
+            set_display_name(result, name)
+        return result
 
     def _eval_ternary(self, node: ast.Ternary, env: Environment) -> Any:
         condition = self._eval(node.condition, env)
@@ -537,22 +574,27 @@ class Interpreter:
             # Elementwise: both branches are built (and both fully computed, 6.7).
             then = self._eval(node.then, env)
             otherwise = self._eval(node.otherwise, env)
-            return operations.where(condition, then, otherwise, node.span)
+            result = operations.where(condition, then, otherwise, node.span)
+            return self._name(result, expression_names.ternary(condition, then, otherwise))
         # Lazy on atoms, which is what makes recursion terminate.
         return self._eval(node.then if condition else node.otherwise, env)
 
     def _eval_contains(self, node: ast.Contains, env: Environment) -> Any:
         item = self._eval(node.item, env)
         container = self._eval(node.container, env)
-        return operations.contains(item, container, node.span, self.full_s)
+        result = operations.contains(item, container, node.span, self.presence_selector)
+        name = expression_names.contains(item, container, _variable(node.container))
+        return self._name(result, name, item, container)
 
     def _eval_index(self, node: ast.Index, env: Environment) -> Any:
         target = self._eval(node.target, env)
         key = self._eval(node.index, env)
-        return operations.index(
+        result = operations.index(
             target, key, node.span,
             indices=env.lookup("indices"), length=lambda: env.lookup("length"),
         )
+        name = expression_names.index(key, _variable(node.target), _variable(node.index))
+        return self._name(result, name, target, key)
 
     # -- calls
 
@@ -653,7 +695,8 @@ class Interpreter:
 
     def _eval_builtin(self, node: ast.BuiltinCall, env: Environment) -> Any:
         args = [self._eval(a, env) for a in node.args]
-        return operations.BUILTINS[node.name](args, node.span, self.exact)
+        result = operations.BUILTINS[node.name](args, node.span, self.exact)
+        return self._name(result, expression_names.builtin(node.name, args), *args)
 
     # -- lists, dicts, comprehensions
 
@@ -746,6 +789,11 @@ def _recursion_limit(limit: int) -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(saved)
+
+
+def _variable(expr: ast.Expr) -> str | None:
+    """The name if `expr` is a bare variable (the original names some results by it)."""
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _require_iterable(value: Any, what: str) -> None:

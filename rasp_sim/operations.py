@@ -42,9 +42,17 @@ def binary(op: str, left: Any, right: Any, span: Span, *, exact: bool) -> Any:
             return node_type(left=left, right=right, span=span)
     elif any(selectors):
         raise RaspTypeError(f"Cannot apply {op} to selector(s)")
+    if sop and op == "==" and not all(is_atom(v) or is_graph(v) for v in (left, right)):
+        return _never_equal(left if isinstance(left, graph.SOp) else right, span)
     if sop:  # the grammar's binary operators are all MapOp names
         return make_map(cast(graph.MapOp, op), (left, right), span)
     return semantics.binary(op, left, right, exact=exact)  # atom and/or: both evaluated
+
+
+def _never_equal(sop: graph.SOp, span: Span) -> graph.Map:
+    """`sop == [1]` (a list, dict or function): False at every position, as the original
+    compares each atom with it in Python. Built on `sop`, so its layer is the s-op's."""
+    return make_map("and", (make_map("==", (sop, sop), span), False), span)
 
 
 def unary(op: str, value: Any, span: Span, *, exact: bool) -> Any:
@@ -65,7 +73,8 @@ def where(condition: graph.SOp, then: Any, otherwise: Any, span: Span) -> graph.
 
 
 def contains(item: Any, container: Any, span: Span, full_s: graph.Selector) -> Any:
-    """`item in container` (6.8)."""
+    """`item in container` (6.8); `full_s` is the all-true selector `atom in s-op`
+    aggregates with."""
     if isinstance(item, graph.SOp):
         if not isinstance(container, list):
             raise RaspTypeError(
@@ -82,7 +91,7 @@ def contains(item: Any, container: Any, span: Span, full_s: graph.Selector) -> A
         if isinstance(container, list):
             return item in container
         if isinstance(container, graph.SOp):
-            # "present anywhere": a full_s mean of an indicator, then > 0.
+            # "present anywhere": an all-true mean of an indicator, then > 0.
             hits = make_map("indicator", (make_map("==", (container, item), span),), span)
             mean = graph.Aggregate(selector=full_s, values=hits, default=0, span=span)
             return make_map(">", (mean, 0), span)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, TextIO
 from . import ast, graph
 from .definition_check import DefinitionCheck
 from .display import Display
-from .environment import is_exported
+from .environment import Environment, is_exported
 from .errors import RaspError, Span
 from .interpreter import Host, Interpreter, Result
 from .program import Program
@@ -96,6 +96,7 @@ class ReplSession(Session):
     """REPL mode: the definition check (6.14) and the display of every statement."""
 
     checking = True
+    names_expressions = True
 
     def __init__(self, *, example: Any = None, **options: Any):
         # Graph values built by each statement being executed (innermost last), with the
@@ -159,7 +160,8 @@ class ReplSession(Session):
         for result in results:
             self._show(result)
 
-    def load_failed(self, error: RaspError) -> Result:
+    def load_failed(self, statement: ast.Statement, error: RaspError,
+                    env: Environment) -> Result | None:
         return Result("error", value=error)  # the load goes on
 
     def loaded(self, results: list[Result]) -> None:

@@ -313,3 +313,26 @@ def test_depth_of_a_foreign_node_is_a_key_error() -> None:
         a.node_depth(indices)
     with pytest.raises(TypeError, match="expected a selector, got Tokens"):
         a.selector_depth(tokens_int)  # type: ignore[arg-type]
+
+
+# The original's numbers (its width_and_depth on tech-srl/RASP 61dde62): `atom in s-op`
+# aggregates through an internal all-true selector of the original's own, one object for
+# every `atom in s-op` but not the library's full_s (length, count, average).
+ATOM_IN_SOP_COSTS = {
+    'length + indicator("a" in tokens)': (1, (2,)),
+    'indicator("a" in tokens) + indicator("b" in tokens)': (1, (1,)),
+    'indicator("a" in tokens) + count(tokens, "b")': (1, (2,)),
+    '"a" in tokens': (1, (1,)),
+    'indicator("a" in aggregate(select(indices, indices, ==), tokens)) + length': (2, (2, 1)),
+    'indicator("a" in aggregate(select(indices, indices, ==), tokens))'
+    ' + indicator("b" in tokens)': (2, (2, 1)),
+    'average(indicator("a" in tokens))': (2, (1, 1)),
+}
+
+
+@pytest.mark.parametrize("expression", ATOM_IN_SOP_COSTS)
+def test_atom_in_sop_has_a_selector_of_its_own_as_in_the_original(expression: str) -> None:
+    from rasp_sim import parse
+
+    a = parse(f"x = {expression};").analyse("x")
+    assert (a.n_layers, a.heads) == ATOM_IN_SOP_COSTS[expression]

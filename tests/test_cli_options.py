@@ -15,7 +15,8 @@ from rasp_sim.cli import COMMANDS, build_parser, main
 from rasp_sim.cli.run import NOT_FOR_WEIGHTS
 from rasp_sim.text import short_repr
 
-FLAG_VALUES = {"exact": [], "strict": [], "sandbox": [], "name": ["y"]}
+FLAG_VALUES = {"exact": [], "strict": [], "sandbox": [], "name": ["y"], "example": ["abc"],
+               "strict_statements": []}
 
 
 @pytest.mark.parametrize("dest", sorted(NOT_FOR_WEIGHTS))

@@ -9,8 +9,9 @@ from fractions import Fraction
 
 import pytest
 
+import rasp_sim
 from rasp_sim import graph
-from rasp_sim.errors import RaspNameError, RaspRuntimeError, RaspTypeError
+from rasp_sim.errors import RaspError, RaspNameError, RaspRuntimeError, RaspTypeError
 
 from .interp_helpers import on, run, sop, value
 
@@ -233,6 +234,18 @@ def test_membership_forms() -> None:
     assert sop('x = "l" in tokens;', "hello") == [True] * 5
     assert sop('x = "z" in tokens;', "hello") == [False] * 5
     assert sop('x = tokens in ["a", "b"];', "abc") == [True, True, False]
+
+
+def test_an_sop_equals_no_list_dict_or_function() -> None:
+    """As in the original, which compares each atom with the value in Python: False
+    everywhere, with the s-op's layer (1 here: the original's width_and_depth too)."""
+    assert sop("x = indices == [1];", "abc") == [False] * 3
+    assert sop('x = {"a": 1} == tokens;', "abc") == [False] * 3
+    assert sop("def f(a) { return a; } x = tokens == f;", "ab") == [False] * 2
+    program = "x = aggregate(select(indices, indices, ==), tokens) == [1];"
+    assert rasp_sim.parse(program).analyse("x").heads == (1,)
+    with pytest.raises(RaspError):  # `<` with a list fails, as the original's
+        sop("x = indices < [1];", "abc")
 
 
 def test_membership_of_selectors_is_an_error() -> None:

@@ -172,7 +172,7 @@ def test_full_seq_display() -> None:
     assert interpreter.lines == [
         "     s-op: x",
         " \t Example:",
-        " \t\tinput:   1 2 2 \t (ints)",
+        " \t\tinput:   1 2 2 \t (strings)",  # the original: always "strings"
         " \t\toutput:  2 3 3 \t (ints)",
         "     s-op: z",
         " \t Example: z([1, 2, 2]) = [3]*3 (ints) [skipped full display: identical values]",

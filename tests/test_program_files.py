@@ -53,12 +53,16 @@ def test_program_that_is_not_utf8_is_located_at_its_first_bad_byte(capsys, in_tm
 def test_loaded_file_that_is_not_utf8_is_reported_at_the_load(capsys, in_tmp):
     (in_tmp / "bad.rasp").write_bytes(BAD_PROGRAM)
     (in_tmp / "main.rasp").write_text('x = indices;\nload "bad";\n')
-    code, err = run_cli(capsys, "run", "main.rasp", "--input", "a")
+    message = (f"load error: cannot load bad.rasp:{BAD_LINE}:{BAD_COLUMN}: not UTF-8 text: "
+               "byte 0xff cannot be decoded (program files must be UTF-8)")
+    code, err = run_cli(capsys, "run", "main.rasp", "--input", "a", "--strict-statements")
     assert code == 1
-    assert err.splitlines() == [
-        f"main.rasp:2:1: load error: cannot load bad.rasp:{BAD_LINE}:{BAD_COLUMN}: not UTF-8 "
-        "text: byte 0xff cannot be decoded (program files must be UTF-8)",
-        '    load "bad";', "    ^^^^^^^^^^^"]
+    assert err.splitlines()[:3] == [f"main.rasp:2:1: {message}", '    load "bad";',
+                                    "    ^^^^^^^^^^^"]
+    # x does not depend on the load: without --strict-statements, a warning
+    code, err = run_cli(capsys, "run", "main.rasp", "--input", "a")
+    assert code == 0
+    assert err.splitlines()[0] == f"main.rasp:2:1: warning: {message}"
 
 
 def test_missing_program(capsys, in_tmp):
@@ -94,7 +98,7 @@ def test_a_directory_is_refused_as_program_and_as_load(capsys, in_tmp):
     code, err = run_cli(capsys, "run", "folder.rasp", "--input", "a")
     assert (code, err) == (1, "folder.rasp: load error: a directory, not a program file\n")
     (in_tmp / "main.rasp").write_text('load "folder";\n')
-    code, err = run_cli(capsys, "run", "main.rasp", "--input", "a")
+    code, err = run_cli(capsys, "run", "main.rasp", "--input", "a", "--strict-statements")
     assert code == 1
     assert err.splitlines()[0] == ("main.rasp:1:1: load error: cannot load folder.rasp: "
                                    "a directory, not a program file")
@@ -112,7 +116,8 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(in_tmp):
         ("main.rasp", f"main.rasp:1:1: load error: cannot load pipe.rasp: {refusal}"),
     ]:
         result = subprocess.run([sys.executable, "-m", "rasp_sim", "run", program,
-                                 "--input", "a"], capture_output=True, text=True,
+                                 "--input", "a", "--strict-statements"],
+                                capture_output=True, text=True,
                                 timeout=120, check=False)
         assert result.returncode == 1
         assert result.stderr.startswith(expected)

@@ -127,8 +127,10 @@ def test_histogram() -> None:
             1,
             [2],
         ),
-        # full_s is shared: length, count and `atom in sop` merge into one head
-        ('x = length + count(tokens, "a") + indicator("b" in tokens);', 1, [1]),
+        # full_s is shared: length and count merge into one head; `atom in sop` has a
+        # selector of its own (the original's numbers: its width_and_depth)
+        ('x = length + count(tokens, "a");', 1, [1]),
+        ('x = length + count(tokens, "a") + indicator("b" in tokens);', 1, [2]),
         ("x = tokens_int[0];", 1, [1]),
         ("x = tokens_int[-1];", 2, [1, 1]),
         ("x = sort(tokens_int, tokens_int);", 2, [2, 1]),

@@ -1,7 +1,9 @@
 """Running a program file for a command (in run mode), confined by `--sandbox`."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 from ..ast import Assign
 from ..errors import RaspError, Span, quote
@@ -26,6 +28,28 @@ def load_program(file: str, *, exact: bool = False, strict: bool = False,
     stdout). `sandbox`: see rasp_sim.cli.options.add_sandbox_option."""
     return Session(exact=exact, strict=strict,
                    sandbox=sandbox_folder(file, sandbox)).run_file(file)
+
+
+def run_statements(file: str, name: str | None, *, exact: bool, strict: bool,
+                   sandbox: bool, example: Any, strict_statements: bool) -> Program:
+    """Run `file` for `rasp-sim run`, going on past failing statements
+    (rasp_sim.run_session): lazily without `example`, as the original with it. The
+    failures are reported on stderr; a RaspError (saying why) if the target `name` (None:
+    the last name assigned) cannot be computed."""
+    from ..run_session import FaithfulSession, LazySession
+
+    options: dict[str, Any] = dict(exact=exact, strict=strict, errors=sys.stderr,
+                                   sandbox=sandbox_folder(file, sandbox))
+    session: FaithfulSession | LazySession
+    if example is None:
+        session = LazySession(**options)
+    else:
+        session = FaithfulSession(example=example, **options)
+    program = session.run_file(file)
+    refusal = session.report(program, name, strict_statements)
+    if refusal is not None:
+        raise RaspError(refusal)
+    return program
 
 
 def load_named_node(file: str, name: str | None, *, strict: bool = False,

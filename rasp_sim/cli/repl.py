@@ -24,6 +24,9 @@ from .repl_draw import DRAW_FOLDER, DRAW_FORMATS
 if TYPE_CHECKING:  # imported by the handler: `rasp-sim --help` stays light
     from ..repl_session import ReplSession
 
+# The original's banner and prompts; a continuation line is indented by two spaces for
+# each `def` in the statement so far, as the original indents it.
+BANNER = "RASP 0.1\nrunning example is: hello"
 PROMPT, CONTINUATION = ">> ", ".. "
 # Longest line read from piped input: a statement has at most 10,000 tokens
 # (rasp_sim.source_limits), so a longer line is not a program; without a bound, a stream
@@ -61,7 +64,7 @@ def run_repl(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     if interactive:
         _enable_history()
-        print('rasp-sim RASP REPL. Running example: "hello". `exit` or Ctrl-D to quit.')
+    print(BANNER)  # the original's, also when stdin is piped (its transcripts show it)
     if args.file:
         _report_errors(lambda: repl.run_file(args.file), sys.stdout)
     try:
@@ -73,22 +76,28 @@ def run_repl(args: argparse.Namespace) -> int:
 
 
 def session(repl: ReplSession, read_line: Callable[[str], str | None], out: TextIO) -> None:
-    """Read statements with `read_line(prompt)` (None at end of input) and run them."""
+    """Read statements with `read_line(prompt)` (None at end of input) and run them.
+
+    As in the original, a blank or comment line before a statement starts one (the next
+    prompt is `.. `), and end of input prints a line break (`exit` does not)."""
     from ..parser import IncrementalCheck
 
     pending: list[str] = []
     pending_chars = 0
+    continuing = False  # a blank line was read: the statement has begun
     check = IncrementalCheck()
     while not repl.exit_requested:
         try:
-            line = read_line(CONTINUATION if pending else PROMPT)
+            line = read_line(_prompt(pending) if pending or continuing else PROMPT)
         except KeyboardInterrupt:  # at the prompt: drop the unfinished input, as Python
             print(file=out)
-            pending, pending_chars, check = [], 0, IncrementalCheck()
+            pending, pending_chars, continuing, check = [], 0, False, IncrementalCheck()
             continue
         if line is None:
+            print(file=out)
             break
-        if not pending and not line.strip():
+        if not pending and _is_blank(line):
+            continuing = True
             continue
         pending.append(line)
         pending_chars += len(line) + 1
@@ -100,8 +109,21 @@ def session(repl: ReplSession, read_line: Callable[[str], str | None], out: Text
         if check.add_line(line):
             continue
         text = "\n".join(pending) + "\n"
-        pending, pending_chars, check = [], 0, IncrementalCheck()
+        pending, pending_chars, continuing, check = [], 0, False, IncrementalCheck()
         _report_errors(lambda: _run_chunk(repl, text, out), out)
+
+
+def _is_blank(line: str) -> bool:
+    """A line the original reads as empty: blank, or a comment."""
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _prompt(pending: list[str]) -> str:
+    """The continuation prompt: two spaces more for each `def` word so far (the original
+    counts the whitespace-separated words `def` of the statement's non-comment lines)."""
+    depth = sum(line.split().count("def") for line in pending if not _is_blank(line))
+    return CONTINUATION + "  " * depth
 
 
 def _run_chunk(repl: ReplSession, text: str, out: TextIO) -> None:
@@ -137,7 +159,11 @@ def _line_reader(interactive: bool) -> Callable[[str], str | None]:
         nonlocal lines
         lines += 1
         try:
-            return input(prompt) if interactive else _read_piped(lines)
+            if interactive:
+                return input(prompt)
+            sys.stdout.write(prompt)  # as input() writes it when stdin is piped
+            sys.stdout.flush()
+            return _read_piped(lines)
         except EOFError:
             return None
 

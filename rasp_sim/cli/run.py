@@ -44,6 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="run a compiled model (from rasp-sim compile, .npz or "
                         ".safetensors) instead of a program")
     add_unvalidated_option(parser)
+    parser.add_argument("--example", metavar="TEXT",
+                        help="run the program as the original interpreter would, with TEXT "
+                        "(parsed like --input) as its running example: every statement is "
+                        "checked on it, and one that fails there is reported and binds "
+                        "nothing, an earlier binding staying; for programs written for the "
+                        "original")
+    parser.add_argument("--strict-statements", action="store_true",
+                        help="refuse the program (exit 1) if any statement fails; by default "
+                        "a failing statement the evaluated name does not depend on is a "
+                        "warning")
     add_language_options(parser)
     add_memory_limit_option(parser, "evaluation working set; bigger batches are split, a "
                             "single input that does not fit is refused")
@@ -56,6 +66,8 @@ NOT_FOR_WEIGHTS = {
     "strict": "a compiled model runs no RASP source",
     "sandbox": "a compiled model loads no RASP files",
     "name": "a compiled model computes the one s-op it was compiled from",
+    "example": "a compiled model runs no RASP statements",
+    "strict_statements": "a compiled model runs no RASP statements",
 }
 
 
@@ -93,10 +105,14 @@ Columns = Callable[["Sequence[Any] | np.ndarray", int], Iterator[tuple[list[int]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from .program import at_call_site, binding_span, load_program
+    from .program import at_call_site, binding_span, run_statements
 
-    program = load_program(args.file, exact=args.exact, strict=args.strict,
-                           sandbox=args.sandbox)
+    example = None
+    if args.example is not None:
+        example = atoms(command_line_input(args.example, 1, exact=args.exact))
+    program = run_statements(args.file, args.name, exact=args.exact, strict=args.strict,
+                             sandbox=args.sandbox, example=example,
+                             strict_statements=args.strict_statements)
     name = program.node(args.name)[0]  # a missing name fails before any input runs
 
     @functools.cache  # parsed once, at the first error: a batch may raise thousands
