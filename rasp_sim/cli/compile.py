@@ -111,7 +111,7 @@ def _add_proof_options(parser: argparse.ArgumentParser, default_folder: str) -> 
     proof.add_argument("--workers", type=positive, default=None, metavar="N",
                        help="with --exhaustive: processes of the local Dask cluster (default: "
                        "this machine's cores; 1 runs the proof in this process)")
-    proof.add_argument("--scheduler", type=scheduler_option, metavar="ADDRESS",
+    proof.add_argument("--scheduler", metavar="ADDRESS",
                        help="with --exhaustive: run the chunks on an existing Dask scheduler, "
                        "e.g. tcp://host:8786")
     proof.add_argument("--proof-dir", metavar="DIR",
@@ -120,15 +120,10 @@ def _add_proof_options(parser: argparse.ArgumentParser, default_folder: str) -> 
                        "the model)")
 
 
-def scheduler_option(text: str) -> str:
-    try:
-        return checked_scheduler(text)
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def _check_proof_options(args: argparse.Namespace) -> None:
     if args.exhaustive:
+        if args.scheduler is not None:
+            checked_scheduler(args.scheduler)
         return
     for option, value in (("--workers", args.workers), ("--scheduler", args.scheduler),
                           ("--proof-dir", args.proof_dir)):
