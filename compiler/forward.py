@@ -7,9 +7,10 @@ experiments. Shapes: inputs (B, N, d_in) features or (B, N) token ids; the resid
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import weakref
+from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -223,52 +224,259 @@ def readout(model: Transformer, stream: Array, xp: ModuleType = np) -> Array:
     return matmul(stream, model.unembed, xp)
 
 
-def _written_columns(block: AttentionBlock | MLPBlock) -> np.ndarray | None:
-    """The residual columns a dense block can change, or None (not dense)."""
+# ----------------------------------------------------------------- the planned NumPy forward
+#
+# A compiled (tracr) block reads a few residual directions and writes a few. Which ones,
+# and the weights restricted to them, are worked out once per model (`_plan`, cached for
+# the model object's lifetime), not on every call: each block then gathers the columns it
+# reads once, runs its products on them and adds its output to the columns it writes, in
+# place. An attention block projects every head's queries, keys and values with one
+# product, takes the softmax of all its heads in one call and writes through one stacked
+# output product. Leaving out a zero row or column drops terms x * 0 = 0 (exact for finite
+# x); the products' sums may be ordered differently by BLAS (ulp-level, far below the
+# 1e-9 validation tolerance). Blocks of other kinds (sparse, normed, without residual, and
+# any kind added later) run whole through `apply_block`: a new kind needs nothing here to
+# work, and gets a planned step only where that pays.
+
+Columns = Any  # a slice (a view of the stream) or an int64 index array (a gather)
+
+
+def _columns(indices: np.ndarray) -> Columns:
+    """Column indices as a slice where they are one contiguous run: reading and writing a
+    slice of the stream is a strided view, an index array a gather and a scatter."""
+    if indices.size and np.array_equal(indices, np.arange(indices[0], indices[0] + indices.size)):
+        return slice(int(indices[0]), int(indices[0]) + indices.size)
+    return indices
+
+
+def _read(flat: np.ndarray, columns: Columns) -> np.ndarray:
+    """flat[:, columns]; np.take gathers index arrays several times faster than indexing."""
+    return flat[:, columns] if isinstance(columns, slice) else np.take(flat, columns, axis=1)
+
+
+def _nonzero_rows(*matrices: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.any([np.any(m != 0, axis=1) for m in matrices], axis=0))
+
+
+class _Step:
+    """One block of the plan: `apply(stream, causal)` returns the stream after the block
+    (updated in place where the step allows)."""
+
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass
+class _WholeBlock(_Step):
+    """Any block, run whole (`apply_block`)."""
+
+    block: Any
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        stream = apply_block(stream, self.block, causal, np)
+        _check_finite(stream, self.name)
+        return stream
+
+
+@dataclass
+class _MLPStep(_Step):
+    """A dense residual MLP on the columns it reads, its hidden units that write, and the
+    columns it writes."""
+
+    reads: Columns
+    writes: Columns
+    block: MLPBlock  # w1 (reads x hidden), w2 (hidden x writes): the restricted weights
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        # row chunks whose hidden layer stays in cache, as `mlp` runs them
+        block = self.block
+        flat = stream.reshape(-1, stream.shape[-1])
+        step = max(256, _HIDDEN_CHUNK // max(block.b1.shape[0], 1))
+        for start in range(0, flat.shape[0], step):
+            rows = flat[start:start + step]
+            x = _read(rows, self.reads)
+            hidden = x @ block.w1
+            hidden += block.b1
+            hidden = np.maximum(hidden, 0.0, out=hidden) if block.activation == "relu" \
+                else ACTIVATION_FUNCTIONS[block.activation](hidden, np)
+            if block.gated:
+                gate = x @ block.w_gate
+                gate += block.b_gate
+                hidden *= gate
+            out = hidden @ block.w2
+            out += block.b2
+            rows[:, self.writes] += out
+        _check_finite(flat[:, self.writes], self.name)
+        return stream
+
+
+@dataclass
+class _AttentionStep(_Step):
+    """A dense residual attention block: every head's q, k and v from one product of the
+    columns read, the heads' scores softmaxed together, one output product."""
+
+    reads: Columns
+    writes: Columns
+    projection: np.ndarray  # (read columns, every head's q | k | v columns)
+    parts: list[tuple[slice, slice, slice]]  # per head: its q, k, v columns of a projection
+    output: np.ndarray  # (every head's v columns, written columns): W_O (or I) stacked
+    scale: float
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        batch, n, width = stream.shape
+        flat = stream.reshape(-1, width)
+        projected = (_read(flat, self.reads) @ self.projection).reshape(batch, n, -1)
+        scores = np.empty((batch, len(self.parts), n, n))
+        for h, (q, k, _) in enumerate(self.parts):
+            np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, h])
+        scores *= self.scale
+        if causal:
+            scores[..., ~np.tri(n, dtype=bool)] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)  # one softmax for all heads
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        values = np.empty((batch, n, self.output.shape[0]))
+        start = 0
+        for h, (_, _, v) in enumerate(self.parts):
+            width_v = v.stop - v.start
+            np.matmul(scores[:, h], projected[..., v], out=values[..., start:start + width_v])
+            start += width_v
+        flat[:, self.writes] += values.reshape(batch * n, -1) @ self.output
+        _check_finite(flat[:, self.writes], self.name)
+        return stream
+
+
+def _dense_residual(block: Any) -> bool:
+    """A block the planned steps take: dense weights, residual, no LayerNorm."""
     if isinstance(block, MLPBlock):
-        if isinstance(block.w2, SparseMatrix):
-            return None
-        return np.flatnonzero(np.any(block.w2 != 0, axis=0) | (block.b2 != 0))
-    outs = [head.w_v if head.w_o is None else head.w_o for head in block.heads]
-    if any(isinstance(w, SparseMatrix) for w in outs):
+        matrices = [block.w1, block.w2, block.w_gate]
+    elif isinstance(block, AttentionBlock):
+        matrices = [w for head in block.heads for w in (head.w_q, head.w_k, head.w_v, head.w_o)]
+    else:
+        return False
+    return (block.residual and block.norm is None
+            and not any(isinstance(w, SparseMatrix) for w in matrices))
+
+
+def _plan_mlp(block: MLPBlock, name: str) -> _Step | None:
+    hidden = np.flatnonzero(np.any(block.w2 != 0, axis=1))  # units that write something
+    writes = np.flatnonzero(np.any(block.w2 != 0, axis=0) | (block.b2 != 0))
+    if not writes.size:
+        return None  # writes nothing
+    inputs = [block.w1[:, hidden]] + ([] if block.w_gate is None else [block.w_gate[:, hidden]])
+    reads = _nonzero_rows(*inputs)
+    gate = {} if block.w_gate is None else {
+        "w_gate": block.w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
+    narrowed = replace(block, w1=block.w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
+                       w2=block.w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
+    return _MLPStep(reads, writes, narrowed, name)
+
+
+def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
+    outputs = [head.w_v if head.w_o is None else head.w_o for head in block.heads]
+    writes = np.flatnonzero(np.any([np.any(w != 0, axis=0) for w in outputs], axis=0))
+    if not writes.size:
         return None
-    return np.flatnonzero(np.any([np.any(w != 0, axis=0) for w in outs], axis=0))
+    reads = _nonzero_rows(*[w for head in block.heads for w in (head.w_q, head.w_k, head.w_v)])
+    columns, outs, parts, start = [], [], [], 0
+    for head in block.heads:
+        # a q.k term whose query or key column is zero adds 0 to every score: left out
+        qk = np.flatnonzero(np.any(head.w_q != 0, axis=0) & np.any(head.w_k != 0, axis=0))
+        w_o = np.eye(head.w_v.shape[1]) if head.w_o is None else head.w_o
+        v = np.flatnonzero(np.any(head.w_v != 0, axis=0) & np.any(w_o[:, writes] != 0, axis=1))
+        columns += [head.w_q[np.ix_(reads, qk)], head.w_k[np.ix_(reads, qk)],
+                    head.w_v[np.ix_(reads, v)]]
+        outs.append(w_o[np.ix_(v, writes)])
+        parts.append((slice(start, start + qk.size), slice(start + qk.size, start + 2 * qk.size),
+                      slice(start + 2 * qk.size, start + 2 * qk.size + v.size)))
+        start += 2 * qk.size + v.size
+    return _AttentionStep(reads, writes, np.concatenate(columns, axis=1),
+                          parts, np.concatenate(outs, axis=0), block.scale, name)
 
 
-def _narrowed(block: AttentionBlock | MLPBlock, cols: np.ndarray) -> AttentionBlock | MLPBlock:
-    """The block with its output restricted to the residual columns `cols`."""
-    if isinstance(block, MLPBlock):
-        return replace(block, w2=_dense(block.w2)[:, cols], b2=block.b2[cols])
-    return replace(block, heads=tuple(
-        replace(head, w_v=_dense(head.w_v)[:, cols]) if head.w_o is None
-        else replace(head, w_o=_dense(head.w_o)[:, cols]) for head in block.heads))
+# Planned steps by block kind; any other kind runs whole (_WholeBlock).
+_PLANNERS: dict[type, Callable[[Any, str], "_Step | None"]] = {
+    MLPBlock: _plan_mlp, AttentionBlock: _plan_attention}
 
 
-def _dense(matrix: np.ndarray | SparseMatrix) -> np.ndarray:
-    assert isinstance(matrix, np.ndarray), "output columns are narrowed in dense blocks only"
-    return matrix
+@dataclass
+class _Plan:
+    steps: list[_Step]
+    embedding: Transformer  # the model, or a copy embedding into the plan's column order
+    readout_rows: Columns | None  # the unembedding's non-zero rows (None: read whole)
+    unembed: Any
 
 
-def _final_stream_in_place(model: Transformer, stream: np.ndarray) -> np.ndarray:
-    """residual_stream(...)[-1] for NumPy, updating the (fresh) stream in place.
+_PLANS: "weakref.WeakKeyDictionary[Transformer, _Plan]" = weakref.WeakKeyDictionary()
 
-    A compiled (tracr) block writes a few of the residual's columns: its output is computed
-    on those columns only and added there, instead of full-width passes over the stream
-    (152 MB per pass for nested Dyck-2 on 4096 sequences). The additions are the same
-    float64 operations on the same values (up to BLAS's summation order): the results are
-    those of residual_stream. The stream is a copy, never the caller's features."""
-    _check_finite(stream, "the embedded input")
+
+def _plan(model: Transformer) -> _Plan:
+    """The model's plan, made on its first forward pass and kept with the model object."""
+    plan = _PLANS.get(model)
+    if plan is None:
+        plan = _PLANS[model] = _make_plan(model)
+    return plan
+
+
+def _make_plan(model: Transformer) -> _Plan:
+    steps: list[_Step] = []
     for index, block in enumerate(model.layers):
-        cols = _written_columns(block) if block.residual and block.norm is None else None
-        if cols is None:
-            stream = apply_block(stream, block, model.causal, np)
-            _check_finite(stream, _block_name(index, block))
-        elif cols.size:
-            narrowed = _narrowed(block, cols)
-            stream[..., cols] += (attention(stream, narrowed, model.causal, np)
-                                  if isinstance(narrowed, AttentionBlock) else mlp(stream, narrowed, np))
-            _check_finite(stream[..., cols], _block_name(index, block))
-    return stream
+        name = _block_name(index, block)
+        planner = _PLANNERS.get(type(block)) if _dense_residual(block) else None
+        if planner is None:
+            steps.append(_WholeBlock(block, name))
+        elif (step := planner(block, name)) is not None:
+            steps.append(step)
+    planned = [step for step in steps if isinstance(step, (_MLPStep, _AttentionStep))]
+    if len(planned) < len(steps) or model.final_norm is not None \
+            or isinstance(model.unembed, SparseMatrix):
+        for step in planned:
+            step.reads, step.writes = _columns(step.reads), _columns(step.writes)
+        return _Plan(steps, model, None, model.unembed)
+    # Every block is planned: the residual's columns are reordered (exactly: a relabelling)
+    # so that each block's written columns are one run, added to in place as a slice.
+    order = _write_order(model.width, [step.writes for step in planned])
+    position = np.empty(model.width, dtype=np.int64)
+    position[order] = np.arange(model.width)
+    for step in planned:
+        step.reads = _columns(position[step.reads])
+        step.writes = _columns(position[step.writes])
+    embedding = model.replace(**{name: np.asarray(getattr(model, name))[:, order]
+                                 for name in ("token_embed", "pos_embed", "input_proj")
+                                 if getattr(model, name) is not None})
+    rows = np.flatnonzero(np.any(model.unembed != 0, axis=1))
+    return _Plan(steps, embedding, _columns(position[rows]), model.unembed[rows])
+
+
+def _write_order(width: int, writes: list[np.ndarray]) -> np.ndarray:
+    """The residual's columns, each block's written columns together in block order (those
+    a block shares with an earlier one stay where that one put them), then the rest."""
+    placed = np.zeros(width, dtype=bool)
+    order = []
+    for columns in writes:
+        new = columns[~placed[columns]]
+        placed[new] = True
+        order.append(new)
+    order.append(np.flatnonzero(~placed))
+    return np.concatenate(order)
+
+
+def _planned_forward(model: Transformer, inputs: Array) -> np.ndarray:
+    """The outputs (B, N, c) for token ids or features, by the model's plan."""
+    plan = _plan(model)
+    stream = np.array(_embedded(plan.embedding, inputs, np), dtype=np.float64, order="C")
+    _check_finite(stream, "the embedded input")
+    for step in plan.steps:
+        stream = step.apply(stream, model.causal)
+    if plan.readout_rows is None:
+        return readout(model, stream, np)
+    flat = stream.reshape(-1, stream.shape[-1])
+    return (flat[:, plan.readout_rows] @ plan.unembed).reshape(*stream.shape[:-1], -1)
 
 
 def _block_name(index: int, block: AttentionBlock | MLPBlock) -> str:
@@ -291,8 +499,7 @@ def forward(model: Transformer, inputs: Array, xp: ModuleType = np) -> Array:
     if xp is not np:
         return readout(model, residual_stream(model, _embedded(model, inputs, xp), xp)[-1], xp)
     with np.errstate(all="ignore"):
-        stream = np.array(_embedded(model, inputs, np), dtype=np.float64, order="C")
-        out = readout(model, _final_stream_in_place(model, stream), np)
+        out = _planned_forward(model, inputs)
         _check_finite(out, "the readout (unembedding)")
     return out
 

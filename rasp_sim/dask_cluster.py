@@ -4,7 +4,10 @@ or an existing scheduler. Used by `rasp-sim experiment` sweeps and by exhaustive
 and is imported only here, when a cluster is asked for."""
 from __future__ import annotations
 
+import logging
 import re
+import signal
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -30,19 +33,40 @@ def dask_client(workers: int, scheduler: str | None, install_hint: str) -> Itera
     except ImportError:
         raise ClusterError(f"parallel work runs on Dask, which is not installed: "
                            f"{install_hint}") from None
-    cluster = None
-    if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+    cluster = client = None
+    with _deferred_interrupts() as interrupted:
+        if scheduler is None:
+            # ":0": any free port, so a second cluster on the machine does not warn
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.CRITICAL)
+        try:
+            client = Client(scheduler if scheduler is not None else cluster)
+        except (OSError, ValueError) as error:  # no scheduler there, or none Dask can reach
+            if cluster is not None:
+                cluster.close()
+            raise ClusterError(f"scheduler {scheduler}: cannot connect ({error})") from None
     try:
-        client = Client(scheduler if scheduler is not None else cluster)
-    except (OSError, ValueError) as error:  # no scheduler there, or not one Dask can reach
-        if cluster is not None:
-            cluster.close()
-        raise ClusterError(f"scheduler {scheduler}: cannot connect ({error})") from None
-    try:
+        if interrupted:
+            raise KeyboardInterrupt
         yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextmanager
+def _deferred_interrupts() -> Iterator[list[bool]]:
+    """Ctrl-C while a cluster starts is held until it has started (the list yielded is then
+    non-empty), so that it can be closed: interrupted half-way, its worker processes are
+    left starting and Dask's exit handler fails on them with a traceback."""
+    seen: list[bool] = []
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+        yield seen
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(True))
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -175,22 +175,22 @@ def test_an_interrupted_proof_on_a_local_cluster_resumes_to_the_same_result(tmp_
     child = subprocess.Popen([*command, "-o", "m.npz"], cwd=tmp_path, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
-    while not list(records.glob("chunk-*.json")) and child.poll() is None:
+    # the first chunk runs in the process (it measures the throughput); a second one
+    # recorded means the cluster is proving chunks
+    while len(list(records.glob("chunk-*.json"))) < 2 and child.poll() is None:
         assert time.monotonic() < deadline, "no chunk was recorded"
-        time.sleep(0.2)
+        time.sleep(0.1)
     assert child.poll() is None, child.communicate()
-    time.sleep(3)  # the cluster is running chunks now
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     assert "run the same command again to resume" in err and "Traceback" not in err
     assert not (tmp_path / "m.npz").exists()
-    recorded = len(list(records.glob("chunk-*.json")))
-    assert recorded >= 1
+    assert len(list(records.glob("chunk-*.json"))) >= 2
     resumed = subprocess.run([*command, "-o", "m.npz"], cwd=tmp_path, text=True,
                              capture_output=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
-    assert "by an earlier run" in resumed.stderr
+    assert "by an earlier run" in resumed.stderr and "Traceback" not in resumed.stderr
     whole = subprocess.run([*command, "-o", "whole.npz"], cwd=tmp_path, text=True,
                            capture_output=True, timeout=600)
     assert whole.returncode == 0, whole.stderr
