@@ -249,6 +249,46 @@ def _columns(indices: np.ndarray) -> Columns:
     return indices
 
 
+@dataclass(frozen=True)
+class _Runs:
+    """Written columns as a few contiguous runs: (stream slice, output slice) pairs, so
+    adding a block's output is a few in-place slice additions instead of a scatter."""
+
+    runs: tuple[tuple[slice, slice], ...]
+
+
+_MAX_RUNS = 4
+
+
+def _written(indices: np.ndarray) -> Columns:
+    """Written columns as a slice, a few runs (_Runs) or an index array."""
+    if not indices.size:
+        return indices
+    breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+    if breaks.size == 0:
+        return slice(int(indices[0]), int(indices[0]) + indices.size)
+    if breaks.size >= _MAX_RUNS:
+        return indices
+    bounds = [0, *breaks.tolist(), indices.size]
+    return _Runs(tuple((slice(int(indices[a]), int(indices[a]) + b - a), slice(a, b))
+                       for a, b in zip(bounds, bounds[1:])))
+
+
+def _add(flat: np.ndarray, columns: Columns, out: np.ndarray) -> None:
+    """flat[:, columns] += out, in place."""
+    if isinstance(columns, _Runs):
+        for stream_part, out_part in columns.runs:
+            flat[:, stream_part] += out[:, out_part]
+    else:
+        flat[:, columns] += out
+
+
+def _check_written(flat: np.ndarray, columns: Columns, where: str) -> None:
+    parts = [p for p, _ in columns.runs] if isinstance(columns, _Runs) else [columns]
+    for part in parts:
+        _check_finite(flat[:, part], where)
+
+
 def _read(flat: np.ndarray, columns: Columns) -> np.ndarray:
     """flat[:, columns]; np.take gathers index arrays several times faster than indexing."""
     return flat[:, columns] if isinstance(columns, slice) else np.take(flat, columns, axis=1)
@@ -309,8 +349,8 @@ class _MLPStep(_Step):
                 hidden *= gate
             out = hidden @ block.w2
             out += block.b2
-            rows[:, self.writes] += out
-        _check_finite(flat[:, self.writes], self.name)
+            _add(rows, self.writes, out)
+        _check_written(flat, self.writes, self.name)
         return stream
 
 
@@ -346,8 +386,8 @@ class _AttentionStep(_Step):
             width_v = v.stop - v.start
             np.matmul(scores[:, h], projected[..., v], out=values[..., start:start + width_v])
             start += width_v
-        flat[:, self.writes] += values.reshape(batch * n, -1) @ self.output
-        _check_finite(flat[:, self.writes], self.name)
+        _add(flat, self.writes, values.reshape(batch * n, -1) @ self.output)
+        _check_written(flat, self.writes, self.name)
         return stream
 
 
@@ -407,9 +447,24 @@ _PLANNERS: dict[type, Callable[[Any, str], "_Step | None"]] = {
 @dataclass
 class _Plan:
     steps: list[_Step]
-    embedding: Transformer  # the model, or a copy embedding into the plan's column order
+    model: Transformer
+    embedding: Transformer  # the model, or a copy embedding into the plan's columns
     readout_rows: Columns | None  # the unembedding's non-zero rows (None: read whole)
     unembed: Any
+    order: np.ndarray | None = None  # the model's residual column of each plan column
+    embedding_table: np.ndarray | None = None  # _embedding_table
+
+    def embed(self, inputs: Array) -> np.ndarray:
+        """The embedded stream, a fresh C-ordered float64 array of the plan's columns."""
+        inputs = np.asarray(inputs)
+        table = self.embedding_table
+        integer = np.issubdtype(inputs.dtype, np.integer)
+        if table is not None and integer and inputs.ndim == 2 and inputs.shape[1] <= table.shape[0]:
+            return table[np.arange(inputs.shape[1]), inputs]
+        if self.order is not None and not integer and self.embedding.input_proj is None:
+            # the residual stream itself is given: checked whole, then its plan columns
+            return np.take(_embedded(self.model, inputs, np), self.order, axis=-1)
+        return np.array(_embedded(self.embedding, inputs, np), dtype=np.float64, order="C")
 
 
 _PLANS: "weakref.WeakKeyDictionary[Transformer, _Plan]" = weakref.WeakKeyDictionary()
@@ -436,40 +491,62 @@ def _make_plan(model: Transformer) -> _Plan:
     if len(planned) < len(steps) or model.final_norm is not None \
             or isinstance(model.unembed, SparseMatrix):
         for step in planned:
-            step.reads, step.writes = _columns(step.reads), _columns(step.writes)
-        return _Plan(steps, model, None, model.unembed)
+            step.reads, step.writes = _columns(step.reads), _written(step.writes)
+        return _Plan(steps, model, model, None, model.unembed)
     # Every block is planned: the residual's columns are reordered (exactly: a relabelling)
-    # so that each block's written columns are one run, added to in place as a slice.
-    order = _write_order(model.width, [step.writes for step in planned])
-    position = np.empty(model.width, dtype=np.int64)
-    position[order] = np.arange(model.width)
+    # so that each block's written columns are one run, added to in place as a slice, and
+    # the columns nothing reads or writes are left out of the stream.
+    rows = np.flatnonzero(np.any(model.unembed != 0, axis=1))
+    order = _write_order(model.width, [step.writes for step in planned],
+                         [rows] + [step.reads for step in planned])
+    position = np.full(model.width, -1, dtype=np.int64)
+    position[order] = np.arange(order.size)
     for step in planned:
         step.reads = _columns(position[step.reads])
-        step.writes = _columns(position[step.writes])
+        step.writes = _written(position[step.writes])
     embedding = model.replace(**{name: np.asarray(getattr(model, name))[:, order]
                                  for name in ("token_embed", "pos_embed", "input_proj")
-                                 if getattr(model, name) is not None})
-    rows = np.flatnonzero(np.any(model.unembed != 0, axis=1))
-    return _Plan(steps, embedding, _columns(position[rows]), model.unembed[rows])
+                                 if getattr(model, name) is not None},
+                              layers=(), residual_labels=None,
+                              unembed=np.zeros((order.size, model.unembed.shape[1])))
+    return _Plan(steps, model, embedding, _columns(position[rows]), model.unembed[rows], order,
+                 _embedding_table(embedding))
 
 
-def _write_order(width: int, writes: list[np.ndarray]) -> np.ndarray:
-    """The residual's columns, each block's written columns together in block order (those
-    a block shares with an earlier one stay where that one put them), then the rest."""
+def _embedding_table(model: Transformer) -> np.ndarray | None:
+    """token_embed[t] + pos_embed[p] for every position p and token t, (P, T, D), so that
+    embedding a batch is one gather: the same additions, done once. None where the model
+    has no token and position embeddings or the table would be large."""
+    if model.token_embed is None or model.pos_embed is None \
+            or model.pos_embed.size * model.token_embed.shape[0] > _EMBEDDING_TABLE_LIMIT:
+        return None
+    return model.token_embed[None, :, :] + model.pos_embed[:, None, :]
+
+
+_EMBEDDING_TABLE_LIMIT = 1 << 21  # floats (16 MiB)
+
+
+def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) -> np.ndarray:
+    """The residual's columns that are written or read: each block's written columns
+    together in block order (those a block shares with an earlier one stay where that one
+    put them), then the columns only read (written by the embedding)."""
     placed = np.zeros(width, dtype=bool)
     order = []
     for columns in writes:
         new = columns[~placed[columns]]
         placed[new] = True
         order.append(new)
-    order.append(np.flatnonzero(~placed))
+    read = np.zeros(width, dtype=bool)
+    for columns in reads:
+        read[columns] = True
+    order.append(np.flatnonzero(read & ~placed))
     return np.concatenate(order)
 
 
 def _planned_forward(model: Transformer, inputs: Array) -> np.ndarray:
     """The outputs (B, N, c) for token ids or features, by the model's plan."""
     plan = _plan(model)
-    stream = np.array(_embedded(plan.embedding, inputs, np), dtype=np.float64, order="C")
+    stream = plan.embed(inputs)
     _check_finite(stream, "the embedded input")
     for step in plan.steps:
         stream = step.apply(stream, model.causal)
