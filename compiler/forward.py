@@ -8,14 +8,14 @@ experiments. Shapes: inputs (B, N, d_in) features or (B, N) token ids; the resid
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
 
 from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
-                      Transformer, WeightsError)
+                      Transformer, WeightsError, as_dense)
 
 Array = Any  # an xp array
 
@@ -367,28 +367,46 @@ class _AttentionStep(_Step):
     scale: float
     name: str
 
+    qk_rows: list[np.ndarray]  # per head: the residual columns its queries and keys read
+    fixed: list[bool] = field(default_factory=list)  # per head: pattern independent of input
+
     def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
         batch, n, width = stream.shape
         flat = stream.reshape(-1, width)
         projected = (_read(flat, self.reads) @ self.projection).reshape(batch, n, -1)
-        scores = np.empty((batch, len(self.parts), n, n))
-        for h, (q, k, _) in enumerate(self.parts):
-            np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, h])
-        scores *= self.scale
-        if causal:
-            scores[..., ~np.tri(n, dtype=bool)] = -np.inf
-        scores -= scores.max(axis=-1, keepdims=True)  # one softmax for all heads
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
+        # A head whose queries and keys read only input-independent columns has the same
+        # pattern on every input: computed on the first, broadcast to all (same values).
+        fixed = self.fixed or [False] * len(self.parts)
+        groups = {kind: [h for h in range(len(self.parts)) if fixed[h] == kind]
+                  for kind in (False, True)}
+        patterns = {kind: self._patterns(projected[:1] if kind else projected, heads, causal)
+                    for kind, heads in groups.items() if heads}
         values = np.empty((batch, n, self.output.shape[0]))
         start = 0
+        slot = {h: (kind, i) for kind, heads in groups.items() for i, h in enumerate(heads)}
         for h, (_, _, v) in enumerate(self.parts):
             width_v = v.stop - v.start
-            np.matmul(scores[:, h], projected[..., v], out=values[..., start:start + width_v])
+            kind, i = slot[h]
+            np.matmul(patterns[kind][:, i], projected[..., v], out=values[..., start:start + width_v])
             start += width_v
         _add(flat, self.writes, values.reshape(batch * n, -1) @ self.output)
         _check_written(flat, self.writes, self.name)
         return stream
+
+    def _patterns(self, projected: np.ndarray, heads: list[int], causal: bool) -> np.ndarray:
+        """The attention patterns (rows, heads, N, N) of `heads`: one softmax for all."""
+        rows, n = projected.shape[:2]
+        scores = np.empty((rows, len(heads), n, n))
+        for i, h in enumerate(heads):
+            q, k, _ = self.parts[h]
+            np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, i])
+        scores *= self.scale
+        if causal:
+            scores[..., ~np.tri(n, dtype=bool)] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
 
 
 def _dense_residual(block: Any) -> bool:
@@ -423,8 +441,9 @@ def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
     if not writes.size:
         return None
     reads = _nonzero_rows(*[w for head in block.heads for w in (head.w_q, head.w_k, head.w_v)])
-    columns, outs, parts, start = [], [], [], 0
+    columns, outs, parts, qk_rows, start = [], [], [], [], 0
     for head in block.heads:
+        qk_rows.append(_nonzero_rows(head.w_q, head.w_k))
         # a q.k term whose query or key column is zero adds 0 to every score: left out
         qk = np.flatnonzero(np.any(head.w_q != 0, axis=0) & np.any(head.w_k != 0, axis=0))
         w_o = np.eye(head.w_v.shape[1]) if head.w_o is None else head.w_o
@@ -436,7 +455,7 @@ def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
                       slice(start + 2 * qk.size, start + 2 * qk.size + v.size)))
         start += 2 * qk.size + v.size
     return _AttentionStep(reads, writes, np.concatenate(columns, axis=1),
-                          parts, np.concatenate(outs, axis=0), block.scale, name)
+                          parts, np.concatenate(outs, axis=0), block.scale, name, qk_rows)
 
 
 # Planned steps by block kind; any other kind runs whole (_WholeBlock).
@@ -488,6 +507,11 @@ def _make_plan(model: Transformer) -> _Plan:
         elif (step := planner(block, name)) is not None:
             steps.append(step)
     planned = [step for step in steps if isinstance(step, (_MLPStep, _AttentionStep))]
+    if len(planned) == len(steps):
+        independent = _input_independent(model, [step.writes for step in planned])
+        for step in planned:
+            if isinstance(step, _AttentionStep):
+                step.fixed = [bool(independent[rows].all()) for rows in step.qk_rows]
     if len(planned) < len(steps) or model.final_norm is not None \
             or isinstance(model.unembed, SparseMatrix):
         for step in planned:
@@ -504,7 +528,7 @@ def _make_plan(model: Transformer) -> _Plan:
     for step in planned:
         step.reads = _columns(position[step.reads])
         step.writes = _written(position[step.writes])
-    embedding = model.replace(**{name: np.asarray(getattr(model, name))[:, order]
+    embedding = model.replace(**{name: as_dense(getattr(model, name))[:, order]
                                  for name in ("token_embed", "pos_embed", "input_proj")
                                  if getattr(model, name) is not None},
                               layers=(), residual_labels=None,
@@ -524,6 +548,21 @@ def _embedding_table(model: Transformer) -> np.ndarray | None:
 
 
 _EMBEDDING_TABLE_LIMIT = 1 << 21  # floats (16 MiB)
+
+
+def _input_independent(model: Transformer, writes: list[np.ndarray]) -> np.ndarray:
+    """Per residual column: whether its value at a position is the same on every input,
+    i.e. the embedding writes it from the position alone (the token embedding's column is
+    one constant for every token, the input projection's is zero) and no block writes it."""
+    independent = np.ones(model.width, dtype=bool)
+    if model.token_embed is not None:
+        embed = np.asarray(model.token_embed)
+        independent &= np.all(embed == embed[:1], axis=0)
+    if model.input_proj is not None:
+        independent &= ~np.any(as_dense(model.input_proj) != 0, axis=0)
+    for columns in writes:
+        independent[columns] = False
+    return independent
 
 
 def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) -> np.ndarray:
