@@ -283,12 +283,6 @@ def _add(flat: np.ndarray, columns: Columns, out: np.ndarray) -> None:
         flat[:, columns] += out
 
 
-def _check_written(flat: np.ndarray, columns: Columns, where: str) -> None:
-    parts = [p for p, _ in columns.runs] if isinstance(columns, _Runs) else [columns]
-    for part in parts:
-        _check_finite(flat[:, part], where)
-
-
 def _read(flat: np.ndarray, columns: Columns) -> np.ndarray:
     """flat[:, columns]; np.take gathers index arrays several times faster than indexing."""
     return flat[:, columns] if isinstance(columns, slice) else np.take(flat, columns, axis=1)
@@ -350,7 +344,6 @@ class _MLPStep(_Step):
             out = hidden @ block.w2
             out += block.b2
             _add(rows, self.writes, out)
-        _check_written(flat, self.writes, self.name)
         return stream
 
 
@@ -390,7 +383,6 @@ class _AttentionStep(_Step):
             np.matmul(patterns[kind][:, i], projected[..., v], out=values[..., start:start + width_v])
             start += width_v
         _add(flat, self.writes, values.reshape(batch * n, -1) @ self.output)
-        _check_written(flat, self.writes, self.name)
         return stream
 
     def _patterns(self, projected: np.ndarray, heads: list[int], causal: bool) -> np.ndarray:
@@ -479,7 +471,10 @@ class _Plan:
         table = self.embedding_table
         integer = np.issubdtype(inputs.dtype, np.integer)
         if table is not None and integer and inputs.ndim == 2 and inputs.shape[1] <= table.shape[0]:
-            return table[np.arange(inputs.shape[1]), inputs]
+            rows = np.arange(inputs.shape[1]) * table.shape[1] + inputs  # (position, token)
+            if inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1]):
+                return np.array(_embedded(self.embedding, inputs, np), dtype=np.float64)
+            return np.take(table.reshape(-1, table.shape[-1]), rows, axis=0)
         if self.order is not None and not integer and self.embedding.input_proj is None:
             # the residual stream itself is given: checked whole, then its plan columns
             return np.take(_embedded(self.model, inputs, np), self.order, axis=-1)
@@ -544,7 +539,8 @@ def _embedding_table(model: Transformer) -> np.ndarray | None:
     if model.token_embed is None or model.pos_embed is None \
             or model.pos_embed.size * model.token_embed.shape[0] > _EMBEDDING_TABLE_LIMIT:
         return None
-    return model.token_embed[None, :, :] + model.pos_embed[:, None, :]
+    table = model.token_embed[None, :, :] + model.pos_embed[:, None, :]
+    return table if np.isfinite(table).all() else None
 
 
 _EMBEDDING_TABLE_LIMIT = 1 << 21  # floats (16 MiB)
@@ -583,16 +579,33 @@ def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) 
 
 
 def _planned_forward(model: Transformer, inputs: Array) -> np.ndarray:
-    """The outputs (B, N, c) for token ids or features, by the model's plan."""
+    """The outputs (B, N, c) for token ids or features, by the model's plan.
+
+    A planned step only adds to the stream, so a value that overflows stays non-finite to
+    the end: the stream is checked once, before any whole block (which may replace it)
+    and at the end, and only when that check fails is the pass run again checking after
+    every step, to name the block where the value first appears."""
     plan = _plan(model)
-    stream = plan.embed(inputs)
-    _check_finite(stream, "the embedded input")
-    for step in plan.steps:
-        stream = step.apply(stream, model.causal)
+    stream = _run_steps(plan, model, inputs, checked=False)
+    if not np.isfinite(stream).all():
+        _run_steps(plan, model, inputs, checked=True)  # raises, naming the block
     if plan.readout_rows is None:
         return readout(model, stream, np)
     flat = stream.reshape(-1, stream.shape[-1])
     return (flat[:, plan.readout_rows] @ plan.unembed).reshape(*stream.shape[:-1], -1)
+
+
+def _run_steps(plan: "_Plan", model: Transformer, inputs: Array, checked: bool) -> np.ndarray:
+    stream = plan.embed(inputs)
+    if checked or plan.embedding_table is None:  # the table is finite (checked once)
+        _check_finite(stream, "the embedded input")
+    for step in plan.steps:
+        if isinstance(step, _WholeBlock) and not checked:
+            _check_finite(stream, "a block before " + step.name)
+        stream = step.apply(stream, model.causal)
+        if checked:
+            _check_finite(stream, step.name)
+    return stream
 
 
 def _block_name(index: int, block: AttentionBlock | MLPBlock) -> str:
