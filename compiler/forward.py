@@ -414,34 +414,37 @@ def _dense_residual(block: Any) -> bool:
 
 
 def _plan_mlp(block: MLPBlock, name: str) -> _Step | None:
-    hidden = np.flatnonzero(np.any(block.w2 != 0, axis=1))  # units that write something
-    writes = np.flatnonzero(np.any(block.w2 != 0, axis=0) | (block.b2 != 0))
+    w1, w2 = as_dense(block.w1), as_dense(block.w2)
+    hidden = np.flatnonzero(np.any(w2 != 0, axis=1))  # units that write something
+    writes = np.flatnonzero(np.any(w2 != 0, axis=0) | (block.b2 != 0))
     if not writes.size:
         return None  # writes nothing
-    inputs = [block.w1[:, hidden]] + ([] if block.w_gate is None else [block.w_gate[:, hidden]])
-    reads = _nonzero_rows(*inputs)
-    gate = {} if block.w_gate is None else {
-        "w_gate": block.w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
-    narrowed = replace(block, w1=block.w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
-                       w2=block.w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
+    w_gate = None if block.w_gate is None else as_dense(block.w_gate)
+    reads = _nonzero_rows(w1[:, hidden], *([] if w_gate is None else [w_gate[:, hidden]]))
+    gate = {} if w_gate is None or block.b_gate is None else {
+        "w_gate": w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
+    narrowed = replace(block, w1=w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
+                       w2=w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
     return _MLPStep(reads, writes, narrowed, name)
 
 
 def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
-    outputs = [head.w_v if head.w_o is None else head.w_o for head in block.heads]
-    writes = np.flatnonzero(np.any([np.any(w != 0, axis=0) for w in outputs], axis=0))
+    heads = [(as_dense(h.w_q), as_dense(h.w_k), as_dense(h.w_v),
+              np.eye(as_dense(h.w_v).shape[1]) if h.w_o is None else as_dense(h.w_o))
+             for h in block.heads]  # (W_Q, W_K, W_V, W_O), W_O = I where the head has none
+    # a head without W_O writes through W_V (its W_O is I, whose columns are all non-zero)
+    writes = np.flatnonzero(np.any([np.any((w_v if h.w_o is None else w_o) != 0, axis=0)
+                                    for h, (_, _, w_v, w_o) in zip(block.heads, heads)], axis=0))
     if not writes.size:
         return None
-    reads = _nonzero_rows(*[w for head in block.heads for w in (head.w_q, head.w_k, head.w_v)])
+    reads = _nonzero_rows(*[w for w_q, w_k, w_v, _ in heads for w in (w_q, w_k, w_v)])
     columns, outs, parts, qk_rows, start = [], [], [], [], 0
-    for head in block.heads:
-        qk_rows.append(_nonzero_rows(head.w_q, head.w_k))
+    for w_q, w_k, w_v, w_o in heads:
+        qk_rows.append(_nonzero_rows(w_q, w_k))
         # a q.k term whose query or key column is zero adds 0 to every score: left out
-        qk = np.flatnonzero(np.any(head.w_q != 0, axis=0) & np.any(head.w_k != 0, axis=0))
-        w_o = np.eye(head.w_v.shape[1]) if head.w_o is None else head.w_o
-        v = np.flatnonzero(np.any(head.w_v != 0, axis=0) & np.any(w_o[:, writes] != 0, axis=1))
-        columns += [head.w_q[np.ix_(reads, qk)], head.w_k[np.ix_(reads, qk)],
-                    head.w_v[np.ix_(reads, v)]]
+        qk = np.flatnonzero(np.any(w_q != 0, axis=0) & np.any(w_k != 0, axis=0))
+        v = np.flatnonzero(np.any(w_v != 0, axis=0) & np.any(w_o[:, writes] != 0, axis=1))
+        columns += [w_q[np.ix_(reads, qk)], w_k[np.ix_(reads, qk)], w_v[np.ix_(reads, v)]]
         outs.append(w_o[np.ix_(v, writes)])
         parts.append((slice(start, start + qk.size), slice(start + qk.size, start + 2 * qk.size),
                       slice(start + 2 * qk.size, start + 2 * qk.size + v.size)))

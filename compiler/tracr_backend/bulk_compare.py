@@ -45,10 +45,10 @@ class Encoding:
 
         encoder = weights.input_encoder
         assert encoder is not None, "token models only (numeric inputs have no finite domain)"
-        numeric = weights.output_encoder is None or weights.output_encoder.values is None
+        values = None if weights.output_encoder is None else weights.output_encoder.values
         return cls(tuple(vocab), vocabulary_ids(encoder.tokens, vocab),
-                   list(encoder.tokens).index(encoder.bos), numeric,
-                   None if numeric else tuple(weights.output_encoder.values))  # type: ignore[union-attr]
+                   list(encoder.tokens).index(encoder.bos), values is None,
+                   None if values is None else tuple(values))
 
     def interpreter_rows(self, rows: np.ndarray) -> Any:
         """Vocabulary-index rows as the interpreter's batched API takes them, built without
