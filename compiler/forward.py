@@ -228,7 +228,9 @@ def readout(model: Transformer, stream: Array, xp: ModuleType = np) -> Array:
 #
 # A compiled (tracr) block reads a few residual directions and writes a few. Which ones,
 # and the weights restricted to them, are worked out once per model (`_plan`, cached for
-# the model object's lifetime), not on every call: each block then gathers the columns it
+# the model object's lifetime; a Transformer is immutable, and `replace` makes a new one
+# with its own plan: arrays changed in place after a first pass would not be seen), not
+# on every call: each block then gathers the columns it
 # reads once, runs its products on them and adds its output to the columns it writes, in
 # place. An attention block projects every head's queries, keys and values with one
 # product, takes the softmax of all its heads in one call and writes through one stacked

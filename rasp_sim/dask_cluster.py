@@ -36,7 +36,9 @@ def dask_client(workers: int, scheduler: str | None, install_hint: str) -> Itera
     cluster = client = None
     with _deferred_interrupts() as interrupted:
         if scheduler is None:
-            # ":0": any free port, so a second cluster on the machine does not warn
+            # ":0": any free port, so a second cluster on the machine does not warn;
+            # workers' logs silenced: a closing cluster logs connection tracebacks a user
+            # need not see, and a task that fails raises through its future anyway
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0", silence_logs=logging.CRITICAL)
         try:

@@ -202,10 +202,9 @@ class Records:
                              "--proof-dir)") from None
 
     def _stale(self, manifest: Path) -> bool:
+        """Whether the folder's records are not this proof's (none, unreadable, another's)."""
         try:
             return json.loads(manifest.read_text()) != self.identity
-        except FileNotFoundError:
-            return True
         except (OSError, ValueError):
             return True
 
