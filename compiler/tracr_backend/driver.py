@@ -73,7 +73,7 @@ from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: fo
 from .pipeline import Compiled, compile_graph  # noqa: E402
 from .continuous import NumericDomain  # noqa: E402,F401 (for the CLI)
 from .runtime import COMPILE_KEY, NUMERIC, compile_info, is_numeric_input  # noqa: E402,F401
-from .proof import Proof  # noqa: E402
+from .proof import Proof, ProofInterrupted, prove  # noqa: E402,F401 (the last two: the CLI)
 from .validate import BATCH, DEFAULT_SAMPLES, Disagreement, Report, validate  # noqa: E402
 from .validate_numeric import NUMERIC_SAMPLES, validate_numeric  # noqa: E402,F401
 

@@ -131,18 +131,18 @@ def _check_proof_options(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} is for an exhaustive proof: add --exhaustive")
 
 
-def _prove(args: argparse.Namespace, weights: Any, root: SOp, model_path: str) -> Any:
+def _prove(args: argparse.Namespace, driver: Any, weights: Any, root: SOp,
+           model_path: str) -> Any:
     """The whole-domain proof of `weights` and its records (proof.prove), progress on
     stderr, or None when Ctrl-C stopped it (then the message says how to resume)."""
     from pathlib import Path
 
-    from rasp_sim.compiler.tracr_backend.proof import ProofInterrupted, prove
-
     folder = Path(args.proof_dir) if args.proof_dir else Path(f"{model_path}.proof")
     try:
-        return prove(weights, root, folder, workers=args.workers, scheduler=args.scheduler,
-                     report=lambda line: print(line, file=sys.stderr, flush=True))
-    except ProofInterrupted as stopped:
+        return driver.prove(weights, root, folder, workers=args.workers,
+                            scheduler=args.scheduler,
+                            report=lambda line: print(line, file=sys.stderr, flush=True))
+    except driver.ProofInterrupted as stopped:
         args.handles_interrupts = True  # said here: main() need not say "interrupted" too
         print(f"interrupted: {stopped.message}", file=sys.stderr)
         return None
@@ -229,7 +229,7 @@ def run_compile(args: argparse.Namespace) -> int:
         raise at_call_site(refusal, binding_span(args.file, name)) from None
     proof = None
     if args.exhaustive and result.report.ok:  # a failed validation needs no proof
-        proven = _prove(args, result.weights, root, output)
+        proven = _prove(args, driver, result.weights, root, output)
         if proven is None:
             return EXIT_INTERRUPTED
         proof, records = proven
@@ -324,7 +324,7 @@ def _verify_exhaustive(args: argparse.Namespace, driver: Any, model: Any, root: 
     if driver.is_numeric_input(model):
         raise UsageError("--exhaustive: this model reads real numbers, so its domain is "
                          "infinite and cannot be enumerated (verify samples it: --samples)")
-    proven = _prove(args, model, root, args.model)
+    proven = _prove(args, driver, model, root, args.model)
     if proven is None:
         return EXIT_INTERRUPTED
     proof, records = proven
