@@ -23,7 +23,9 @@
    `forward(..., xp=jax.numpy)` under `jax.jit` (float64; its first call, the XLA
    compile, is not timed) on one batch of --numeric-batch N(0, 1) inputs, best of 3, and
    the largest |NumPy - JAX| difference over that batch as a sanity check.
-Timings depend on the machine and its load: rerun before quoting.
+Times are CPU seconds of this process (`time.process_time`, every thread of it: BLAS's
+and XLA's included), so other jobs on a shared machine inflate them less than wall time;
+they still depend on the machine: rerun before quoting.
 """
 from __future__ import annotations
 
@@ -64,9 +66,9 @@ def table_rows() -> list[tuple[str, str, str, int]]:
 def run_seconds(function: Callable[[], object], repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         function()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return times
 
 

@@ -7,14 +7,15 @@ experiments. Shapes: inputs (B, N, d_in) features or (B, N) token ids; the resid
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import weakref
+from dataclasses import dataclass, field, replace
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
-                      Transformer, WeightsError)
+                      Transformer, WeightsError, as_dense)
 
 Array = Any  # an xp array
 
@@ -223,51 +224,392 @@ def readout(model: Transformer, stream: Array, xp: ModuleType = np) -> Array:
     return matmul(stream, model.unembed, xp)
 
 
-def _written_columns(block: AttentionBlock | MLPBlock) -> np.ndarray | None:
-    """The residual columns a dense block can change, or None (not dense)."""
+# ----------------------------------------------------------------- the planned NumPy forward
+#
+# A compiled (tracr) block reads a few residual directions and writes a few. Which ones,
+# and the weights restricted to them, are worked out once per model (`_plan`, cached for
+# the model object's lifetime; a Transformer is immutable, and `replace` makes a new one
+# with its own plan: arrays changed in place after a first pass would not be seen), not
+# on every call: each block then gathers the columns it
+# reads once, runs its products on them and adds its output to the columns it writes, in
+# place. An attention block projects every head's queries, keys and values with one
+# product, takes the softmax of all its heads in one call and writes through one stacked
+# output product. Leaving out a zero row or column drops terms x * 0 = 0 (exact for finite
+# x); the products' sums may be ordered differently by BLAS (ulp-level, far below the
+# 1e-9 validation tolerance). Blocks of other kinds (sparse, normed, without residual, and
+# any kind added later) run whole through `apply_block`: a new kind needs nothing here to
+# work, and gets a planned step only where that pays.
+
+Columns = Any  # a slice (a view of the stream) or an int64 index array (a gather)
+
+
+def _columns(indices: np.ndarray) -> Columns:
+    """Column indices as a slice where they are one contiguous run: reading and writing a
+    slice of the stream is a strided view, an index array a gather and a scatter."""
+    if indices.size and np.array_equal(indices, np.arange(indices[0], indices[0] + indices.size)):
+        return slice(int(indices[0]), int(indices[0]) + indices.size)
+    return indices
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """Written columns as a few contiguous runs: (stream slice, output slice) pairs, so
+    adding a block's output is a few in-place slice additions instead of a scatter."""
+
+    runs: tuple[tuple[slice, slice], ...]
+
+
+_MAX_RUNS = 4
+
+
+def _written(indices: np.ndarray) -> Columns:
+    """Written columns as a slice, a few runs (_Runs) or an index array."""
+    if not indices.size:
+        return indices
+    breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+    if breaks.size == 0:
+        return slice(int(indices[0]), int(indices[0]) + indices.size)
+    if breaks.size >= _MAX_RUNS:
+        return indices
+    bounds = [0, *breaks.tolist(), indices.size]
+    return _Runs(tuple((slice(int(indices[a]), int(indices[a]) + b - a), slice(a, b))
+                       for a, b in zip(bounds, bounds[1:])))
+
+
+def _add(flat: np.ndarray, columns: Columns, out: np.ndarray) -> None:
+    """flat[:, columns] += out, in place."""
+    if isinstance(columns, _Runs):
+        for stream_part, out_part in columns.runs:
+            flat[:, stream_part] += out[:, out_part]
+    else:
+        flat[:, columns] += out
+
+
+def _read(flat: np.ndarray, columns: Columns) -> np.ndarray:
+    """flat[:, columns]; np.take gathers index arrays several times faster than indexing."""
+    return flat[:, columns] if isinstance(columns, slice) else np.take(flat, columns, axis=1)
+
+
+def _nonzero_rows(*matrices: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.any([np.any(m != 0, axis=1) for m in matrices], axis=0))
+
+
+class _Step:
+    """One block of the plan: `apply(stream, causal)` returns the stream after the block
+    (updated in place where the step allows)."""
+
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass
+class _WholeBlock(_Step):
+    """Any block, run whole (`apply_block`)."""
+
+    block: Any
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        stream = apply_block(stream, self.block, causal, np)
+        _check_finite(stream, self.name)
+        return stream
+
+
+@dataclass
+class _MLPStep(_Step):
+    """A dense residual MLP on the columns it reads, its hidden units that write, and the
+    columns it writes."""
+
+    reads: Columns
+    writes: Columns
+    block: MLPBlock  # w1 (reads x hidden), w2 (hidden x writes): the restricted weights
+    name: str
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        # row chunks whose hidden layer stays in cache, as `mlp` runs them
+        block = self.block
+        flat = stream.reshape(-1, stream.shape[-1])
+        step = max(256, _HIDDEN_CHUNK // max(block.b1.shape[0], 1))
+        for start in range(0, flat.shape[0], step):
+            rows = flat[start:start + step]
+            x = _read(rows, self.reads)
+            hidden = x @ block.w1
+            hidden += block.b1
+            hidden = np.maximum(hidden, 0.0, out=hidden) if block.activation == "relu" \
+                else ACTIVATION_FUNCTIONS[block.activation](hidden, np)
+            if block.gated:
+                gate = x @ block.w_gate
+                gate += block.b_gate
+                hidden *= gate
+            out = hidden @ block.w2
+            out += block.b2
+            _add(rows, self.writes, out)
+        return stream
+
+
+@dataclass
+class _AttentionStep(_Step):
+    """A dense residual attention block: every head's q, k and v from one product of the
+    columns read, the heads' scores softmaxed together, one output product."""
+
+    reads: Columns
+    writes: Columns
+    projection: np.ndarray  # (read columns, every head's q | k | v columns)
+    parts: list[tuple[slice, slice, slice]]  # per head: its q, k, v columns of a projection
+    output: np.ndarray  # (every head's v columns, written columns): W_O (or I) stacked
+    scale: float
+    name: str
+
+    qk_rows: list[np.ndarray]  # per head: the residual columns its queries and keys read
+    fixed: list[bool] = field(default_factory=list)  # per head: pattern independent of input
+
+    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+        batch, n, width = stream.shape
+        flat = stream.reshape(-1, width)
+        projected = (_read(flat, self.reads) @ self.projection).reshape(batch, n, -1)
+        # A head whose queries and keys read only input-independent columns has the same
+        # pattern on every input: computed on the first, broadcast to all (same values).
+        fixed = self.fixed or [False] * len(self.parts)
+        groups = {kind: [h for h in range(len(self.parts)) if fixed[h] == kind]
+                  for kind in (False, True)}
+        patterns = {kind: self._patterns(projected[:1] if kind else projected, heads, causal)
+                    for kind, heads in groups.items() if heads}
+        values = np.empty((batch, n, self.output.shape[0]))
+        start = 0
+        slot = {h: (kind, i) for kind, heads in groups.items() for i, h in enumerate(heads)}
+        for h, (_, _, v) in enumerate(self.parts):
+            width_v = v.stop - v.start
+            kind, i = slot[h]
+            np.matmul(patterns[kind][:, i], projected[..., v], out=values[..., start:start + width_v])
+            start += width_v
+        _add(flat, self.writes, values.reshape(batch * n, -1) @ self.output)
+        return stream
+
+    def _patterns(self, projected: np.ndarray, heads: list[int], causal: bool) -> np.ndarray:
+        """The attention patterns (rows, heads, N, N) of `heads`: one softmax for all."""
+        rows, n = projected.shape[:2]
+        scores = np.empty((rows, len(heads), n, n))
+        for i, h in enumerate(heads):
+            q, k, _ = self.parts[h]
+            np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, i])
+        scores *= self.scale
+        if causal:
+            scores[..., ~np.tri(n, dtype=bool)] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
+
+
+def _dense_residual(block: Any) -> bool:
+    """A block the planned steps take: dense weights, residual, no LayerNorm."""
     if isinstance(block, MLPBlock):
-        if isinstance(block.w2, SparseMatrix):
-            return None
-        return np.flatnonzero(np.any(block.w2 != 0, axis=0) | (block.b2 != 0))
-    outs = [head.w_v if head.w_o is None else head.w_o for head in block.heads]
-    if any(isinstance(w, SparseMatrix) for w in outs):
+        matrices = [block.w1, block.w2, block.w_gate]
+    elif isinstance(block, AttentionBlock):
+        matrices = [w for head in block.heads for w in (head.w_q, head.w_k, head.w_v, head.w_o)]
+    else:
+        return False
+    return (block.residual and block.norm is None
+            and not any(isinstance(w, SparseMatrix) for w in matrices))
+
+
+def _plan_mlp(block: MLPBlock, name: str) -> _Step | None:
+    w1, w2 = as_dense(block.w1), as_dense(block.w2)
+    hidden = np.flatnonzero(np.any(w2 != 0, axis=1))  # units that write something
+    writes = np.flatnonzero(np.any(w2 != 0, axis=0) | (block.b2 != 0))
+    if not writes.size:
+        return None  # writes nothing
+    w_gate = None if block.w_gate is None else as_dense(block.w_gate)
+    reads = _nonzero_rows(w1[:, hidden], *([] if w_gate is None else [w_gate[:, hidden]]))
+    gate = {} if w_gate is None or block.b_gate is None else {
+        "w_gate": w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
+    narrowed = replace(block, w1=w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
+                       w2=w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
+    return _MLPStep(reads, writes, narrowed, name)
+
+
+def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
+    heads = [(as_dense(h.w_q), as_dense(h.w_k), as_dense(h.w_v),
+              np.eye(as_dense(h.w_v).shape[1]) if h.w_o is None else as_dense(h.w_o))
+             for h in block.heads]  # (W_Q, W_K, W_V, W_O), W_O = I where the head has none
+    # a head without W_O writes through W_V (its W_O is I, whose columns are all non-zero)
+    writes = np.flatnonzero(np.any([np.any((w_v if h.w_o is None else w_o) != 0, axis=0)
+                                    for h, (_, _, w_v, w_o) in zip(block.heads, heads)], axis=0))
+    if not writes.size:
         return None
-    return np.flatnonzero(np.any([np.any(w != 0, axis=0) for w in outs], axis=0))
+    reads = _nonzero_rows(*[w for w_q, w_k, w_v, _ in heads for w in (w_q, w_k, w_v)])
+    columns, outs, parts, qk_rows, start = [], [], [], [], 0
+    for w_q, w_k, w_v, w_o in heads:
+        qk_rows.append(_nonzero_rows(w_q, w_k))
+        # a q.k term whose query or key column is zero adds 0 to every score: left out
+        qk = np.flatnonzero(np.any(w_q != 0, axis=0) & np.any(w_k != 0, axis=0))
+        v = np.flatnonzero(np.any(w_v != 0, axis=0) & np.any(w_o[:, writes] != 0, axis=1))
+        columns += [w_q[np.ix_(reads, qk)], w_k[np.ix_(reads, qk)], w_v[np.ix_(reads, v)]]
+        outs.append(w_o[np.ix_(v, writes)])
+        parts.append((slice(start, start + qk.size), slice(start + qk.size, start + 2 * qk.size),
+                      slice(start + 2 * qk.size, start + 2 * qk.size + v.size)))
+        start += 2 * qk.size + v.size
+    return _AttentionStep(reads, writes, np.concatenate(columns, axis=1),
+                          parts, np.concatenate(outs, axis=0), block.scale, name, qk_rows)
 
 
-def _narrowed(block: AttentionBlock | MLPBlock, cols: np.ndarray) -> AttentionBlock | MLPBlock:
-    """The block with its output restricted to the residual columns `cols`."""
-    if isinstance(block, MLPBlock):
-        return replace(block, w2=_dense(block.w2)[:, cols], b2=block.b2[cols])
-    return replace(block, heads=tuple(
-        replace(head, w_v=_dense(head.w_v)[:, cols]) if head.w_o is None
-        else replace(head, w_o=_dense(head.w_o)[:, cols]) for head in block.heads))
+# Planned steps by block kind; any other kind runs whole (_WholeBlock).
+_PLANNERS: dict[type, Callable[[Any, str], "_Step | None"]] = {
+    MLPBlock: _plan_mlp, AttentionBlock: _plan_attention}
 
 
-def _dense(matrix: np.ndarray | SparseMatrix) -> np.ndarray:
-    assert isinstance(matrix, np.ndarray), "output columns are narrowed in dense blocks only"
-    return matrix
+@dataclass
+class _Plan:
+    steps: list[_Step]
+    model: Transformer
+    embedding: Transformer  # the model, or a copy embedding into the plan's columns
+    readout_rows: Columns | None  # the unembedding's non-zero rows (None: read whole)
+    unembed: Any
+    order: np.ndarray | None = None  # the model's residual column of each plan column
+    embedding_table: np.ndarray | None = None  # _embedding_table
+
+    def embed(self, inputs: Array) -> np.ndarray:
+        """The embedded stream, a fresh C-ordered float64 array of the plan's columns."""
+        inputs = np.asarray(inputs)
+        table = self.embedding_table
+        integer = np.issubdtype(inputs.dtype, np.integer)
+        if table is not None and integer and inputs.ndim == 2 and inputs.shape[1] <= table.shape[0]:
+            rows = np.arange(inputs.shape[1]) * table.shape[1] + inputs  # (position, token)
+            if inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1]):
+                return np.array(_embedded(self.embedding, inputs, np), dtype=np.float64)
+            return np.take(table.reshape(-1, table.shape[-1]), rows, axis=0)
+        if self.order is not None and not integer and self.embedding.input_proj is None:
+            # the residual stream itself is given: checked whole, then its plan columns
+            return np.take(_embedded(self.model, inputs, np), self.order, axis=-1)
+        return np.array(_embedded(self.embedding, inputs, np), dtype=np.float64, order="C")
 
 
-def _final_stream_in_place(model: Transformer, stream: np.ndarray) -> np.ndarray:
-    """residual_stream(...)[-1] for NumPy, updating the (fresh) stream in place.
+_PLANS: "weakref.WeakKeyDictionary[Transformer, _Plan]" = weakref.WeakKeyDictionary()
 
-    A compiled (tracr) block writes a few of the residual's columns: its output is computed
-    on those columns only and added there, instead of full-width passes over the stream
-    (152 MB per pass for nested Dyck-2 on 4096 sequences). The additions are the same
-    float64 operations on the same values (up to BLAS's summation order): the results are
-    those of residual_stream. The stream is a copy, never the caller's features."""
-    _check_finite(stream, "the embedded input")
+
+def _plan(model: Transformer) -> _Plan:
+    """The model's plan, made on its first forward pass and kept with the model object."""
+    plan = _PLANS.get(model)
+    if plan is None:
+        plan = _PLANS[model] = _make_plan(model)
+    return plan
+
+
+def _make_plan(model: Transformer) -> _Plan:
+    steps: list[_Step] = []
     for index, block in enumerate(model.layers):
-        cols = _written_columns(block) if block.residual and block.norm is None else None
-        if cols is None:
-            stream = apply_block(stream, block, model.causal, np)
-            _check_finite(stream, _block_name(index, block))
-        elif cols.size:
-            narrowed = _narrowed(block, cols)
-            stream[..., cols] += (attention(stream, narrowed, model.causal, np)
-                                  if isinstance(narrowed, AttentionBlock) else mlp(stream, narrowed, np))
-            _check_finite(stream[..., cols], _block_name(index, block))
+        name = _block_name(index, block)
+        planner = _PLANNERS.get(type(block)) if _dense_residual(block) else None
+        if planner is None:
+            steps.append(_WholeBlock(block, name))
+        elif (step := planner(block, name)) is not None:
+            steps.append(step)
+    planned = [step for step in steps if isinstance(step, (_MLPStep, _AttentionStep))]
+    if len(planned) == len(steps):
+        independent = _input_independent(model, [step.writes for step in planned])
+        for step in planned:
+            if isinstance(step, _AttentionStep):
+                step.fixed = [bool(independent[rows].all()) for rows in step.qk_rows]
+    if len(planned) < len(steps) or model.final_norm is not None \
+            or isinstance(model.unembed, SparseMatrix):
+        for step in planned:
+            step.reads, step.writes = _columns(step.reads), _written(step.writes)
+        return _Plan(steps, model, model, None, model.unembed)
+    # Every block is planned: the residual's columns are reordered (exactly: a relabelling)
+    # so that each block's written columns are one run, added to in place as a slice, and
+    # the columns nothing reads or writes are left out of the stream.
+    rows = np.flatnonzero(np.any(model.unembed != 0, axis=1))
+    order = _write_order(model.width, [step.writes for step in planned],
+                         [rows] + [step.reads for step in planned])
+    position = np.full(model.width, -1, dtype=np.int64)
+    position[order] = np.arange(order.size)
+    for step in planned:
+        step.reads = _columns(position[step.reads])
+        step.writes = _written(position[step.writes])
+    embedding = model.replace(**{name: as_dense(getattr(model, name))[:, order]
+                                 for name in ("token_embed", "pos_embed", "input_proj")
+                                 if getattr(model, name) is not None},
+                              layers=(), residual_labels=None,
+                              unembed=np.zeros((order.size, model.unembed.shape[1])))
+    return _Plan(steps, model, embedding, _columns(position[rows]), model.unembed[rows], order,
+                 _embedding_table(embedding))
+
+
+def _embedding_table(model: Transformer) -> np.ndarray | None:
+    """token_embed[t] + pos_embed[p] for every position p and token t, (P, T, D), so that
+    embedding a batch is one gather: the same additions, done once. None where the model
+    has no token and position embeddings or the table would be large."""
+    if model.token_embed is None or model.pos_embed is None \
+            or model.pos_embed.size * model.token_embed.shape[0] > _EMBEDDING_TABLE_LIMIT:
+        return None
+    table = model.token_embed[None, :, :] + model.pos_embed[:, None, :]
+    return table if np.isfinite(table).all() else None
+
+
+_EMBEDDING_TABLE_LIMIT = 1 << 21  # floats (16 MiB)
+
+
+def _input_independent(model: Transformer, writes: list[np.ndarray]) -> np.ndarray:
+    """Per residual column: whether its value at a position is the same on every input,
+    i.e. the embedding writes it from the position alone (the token embedding's column is
+    one constant for every token, the input projection's is zero) and no block writes it."""
+    independent = np.ones(model.width, dtype=bool)
+    if model.token_embed is not None:
+        embed = np.asarray(model.token_embed)
+        independent &= np.all(embed == embed[:1], axis=0)
+    if model.input_proj is not None:
+        independent &= ~np.any(as_dense(model.input_proj) != 0, axis=0)
+    for columns in writes:
+        independent[columns] = False
+    return independent
+
+
+def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) -> np.ndarray:
+    """The residual's columns that are written or read: each block's written columns
+    together in block order (those a block shares with an earlier one stay where that one
+    put them), then the columns only read (written by the embedding)."""
+    placed = np.zeros(width, dtype=bool)
+    order = []
+    for columns in writes:
+        new = columns[~placed[columns]]
+        placed[new] = True
+        order.append(new)
+    read = np.zeros(width, dtype=bool)
+    for columns in reads:
+        read[columns] = True
+    order.append(np.flatnonzero(read & ~placed))
+    return np.concatenate(order)
+
+
+def _planned_forward(model: Transformer, inputs: Array) -> np.ndarray:
+    """The outputs (B, N, c) for token ids or features, by the model's plan.
+
+    A planned step only adds to the stream, so a value that overflows stays non-finite to
+    the end: the stream is checked once, before any whole block (which may replace it)
+    and at the end, and only when that check fails is the pass run again checking after
+    every step, to name the block where the value first appears."""
+    plan = _plan(model)
+    stream = _run_steps(plan, model, inputs, checked=False)
+    if not np.isfinite(stream).all():
+        _run_steps(plan, model, inputs, checked=True)  # raises, naming the block
+    if plan.readout_rows is None:
+        return readout(model, stream, np)
+    flat = stream.reshape(-1, stream.shape[-1])
+    return (flat[:, plan.readout_rows] @ plan.unembed).reshape(*stream.shape[:-1], -1)
+
+
+def _run_steps(plan: "_Plan", model: Transformer, inputs: Array, checked: bool) -> np.ndarray:
+    stream = plan.embed(inputs)
+    if checked or plan.embedding_table is None:  # the table is finite (checked once)
+        _check_finite(stream, "the embedded input")
+    for step in plan.steps:
+        if isinstance(step, _WholeBlock) and not checked:
+            _check_finite(stream, "a block before " + step.name)
+        stream = step.apply(stream, model.causal)
+        if checked:
+            _check_finite(stream, step.name)
     return stream
 
 
@@ -291,8 +633,7 @@ def forward(model: Transformer, inputs: Array, xp: ModuleType = np) -> Array:
     if xp is not np:
         return readout(model, residual_stream(model, _embedded(model, inputs, xp), xp)[-1], xp)
     with np.errstate(all="ignore"):
-        stream = np.array(_embedded(model, inputs, np), dtype=np.float64, order="C")
-        out = readout(model, _final_stream_in_place(model, stream), np)
+        out = _planned_forward(model, inputs)
         _check_finite(out, "the readout (unembedding)")
     return out
 

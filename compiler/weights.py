@@ -552,3 +552,9 @@ def weights_equal(a: Transformer, b: Transformer) -> bool:
     """True iff `a` and `b` have the same structure, metadata and bit-identical arrays
     (compared through their SHA-256 digests)."""
     return _stored_form(a)[0][HASH_KEY] == _stored_form(b)[0][HASH_KEY]
+
+
+def computation_digest(model: Transformer) -> str:
+    """SHA-256 of what `model` computes: its stored form without the metadata (which
+    records timings and reports that differ between two compiles of one program)."""
+    return _stored_form(model.replace(metadata={}))[0][HASH_KEY]

@@ -62,6 +62,13 @@ class Model:
         return compile_info(self.weights)
 
     @property
+    def proof(self) -> dict[str, Any] | None:
+        """The whole-domain proof recorded by `rasp-sim compile --exhaustive` or `verify
+        --exhaustive` (domain, inputs, oracles, result: docs/compiler.md), None if none."""
+        recorded = self.info.get("proof")
+        return recorded if isinstance(recorded, dict) else None
+
+    @property
     def validated(self) -> bool:
         return self.weights.metadata.get("validated") is True
 

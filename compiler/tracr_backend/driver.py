@@ -14,7 +14,7 @@ import math
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata as package_metadata
 from pathlib import Path
 from types import ModuleType
@@ -72,8 +72,9 @@ from .assemble import to_weights, tracr_model  # noqa: E402
 from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: for the CLI)
 from .pipeline import Compiled, compile_graph  # noqa: E402
 from .continuous import NumericDomain  # noqa: E402,F401 (for the CLI)
-from .runtime import COMPILE_KEY, NUMERIC, compile_info  # noqa: E402
-from .validate import BATCH, DEFAULT_SAMPLES, Report, validate  # noqa: E402
+from .runtime import COMPILE_KEY, NUMERIC, compile_info, is_numeric_input  # noqa: E402,F401
+from .proof import Proof, ProofInterrupted, prove  # noqa: E402,F401 (the last two: the CLI)
+from .validate import BATCH, DEFAULT_SAMPLES, Disagreement, Report, validate  # noqa: E402
 from .validate_numeric import NUMERIC_SAMPLES, validate_numeric  # noqa: E402,F401
 
 
@@ -293,6 +294,30 @@ def _failure(report: Report, remedy: str = CLI_REMEDY) -> ValidationFailed:
                                 f"{report.disagreement.describe()}; {remedy}")
     return ValidationFailed("no input of the domain is in the program's domain (the "
                             f"interpreter fails on all {report.undefined}); nothing to validate")
+
+
+def with_proof(weights: Transformer, proof: Proof) -> Transformer:
+    """The weights with the proof recorded in their compile record ("proof"); a failed
+    proof also marks them not validated."""
+    metadata = dict(weights.metadata)
+    record = {**metadata[COMPILE_KEY], "proof": proof.as_metadata()}
+    if not proof.ok:
+        record["validated"] = False
+        metadata["validated"] = False
+    metadata[COMPILE_KEY] = record
+    return weights.replace(metadata=metadata)
+
+
+def proven(result: Result, proof: Proof) -> Result:
+    """A compile's result with its whole-domain proof: recorded in the weights, and a
+    disagreement it found is the compile's (so the model is refused unless forced)."""
+    report = result.report
+    if proof.disagreement is not None:
+        d = proof.disagreement
+        report = replace(report, disagreement=Disagreement(
+            d["input"], d["position"], d["expected"], d["actual"], "the interpreter",
+            "the weights' NumPy forward (exhaustive proof)"))
+    return replace(result, weights=with_proof(result.weights, proof), report=report)
 
 
 def compile_seed(weights: Transformer) -> int:

@@ -186,9 +186,11 @@ def token_ids(model: Transformer, sequence: Sequence[Any], index: int = 0) -> li
 def decode(model: Transformer, outputs: np.ndarray) -> list[list[Any]]:
     """(B, n+1, c) forward outputs -> per input the n decoded values (BOS dropped)."""
     if model.output_encoder is not None and model.output_encoder.values is not None:
-        values = model.output_encoder.values
-        return [[values[i] for i in row[1:]] for row in outputs.argmax(axis=-1).tolist()]
-    return [row[1:] for row in outputs[..., 0].tolist()]
+        # vectorised: one lookup in an object array of the values, one tolist
+        values = np.empty(len(model.output_encoder.values), dtype=object)
+        values[:] = model.output_encoder.values
+        return values[outputs[:, 1:].argmax(axis=-1)].tolist()
+    return outputs[:, 1:, 0].tolist()
 
 
 def as_program_types(model: Transformer, outputs: list[list[Any]]) -> list[list[Any]]:

@@ -395,7 +395,22 @@ def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: i
 def _compare(report: Report, reference: g.SOp, rows: np.ndarray, vocab: Sequence[Any],
              vocab_ids: np.ndarray, bos: int, numeric: bool, weights: Transformer,
              tracr_forward: Callable[[np.ndarray], list[list]] | None) -> None:
-    """One batch of inputs of one length: the outputs compared, into `report`."""
+    """One batch of inputs of one length: the outputs compared, into `report`. Without
+    tracr's model, in bulk (bulk_compare.py, the same rules on arrays)."""
+    if tracr_forward is None:
+        from .bulk_compare import Encoding, Tally, compare_rows
+
+        tally = Tally(max_numeric_error=report.max_numeric_error)
+        compare_rows(reference, weights, Encoding.of(weights, vocab), rows, tally)
+        report.compared += tally.compared
+        report.undefined += tally.undefined
+        report.max_numeric_error = tally.max_numeric_error
+        report.output_types.update(tally.output_types or ())
+        if tally.disagreement is not None and report.disagreement is None:
+            tokens, position, expected, actual = tally.disagreement
+            report.disagreement = Disagreement(tokens, position, expected, actual,
+                                               "the interpreter", "the weights' NumPy forward")
+        return
     inputs = [[vocab[i] for i in row] for row in rows.tolist()]
     ids = np.concatenate([np.full((len(rows), 1), bos), vocab_ids[rows]], axis=1)
     expected = interpret(reference, inputs)

@@ -8,15 +8,17 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import Any
 
 from ..errors import RaspError
 from ..graph import SOp
 from ..program_files import check_regular
-from . import UsageError
+from . import EXIT_INTERRUPTED, UsageError
 from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option, refuse_overwriting_input, sample_count, seed_number,
+    add_unvalidated_option, checked_scheduler, positive, refuse_overwriting_input,
+    sample_count, seed_number,
 )
 from .program import at_call_site, binding_span, load_named_node
 from .stages import StageLine
@@ -68,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                 "and haiku: several seconds more)")
     _add_validation_options(compile_parser, seed_help="seed of the random sample (default 0)",
                             seed_default=0)
+    _add_proof_options(compile_parser, "OUTPUT.proof")
     compile_parser.set_defaults(handler=run_compile)
 
     verify_parser = subparsers.add_parser(
@@ -83,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_validation_options(verify_parser, seed_default=None, seed_help="seed of the random "
                             "sample (default: the compile's seed + 1, so that verify draws a "
                             "sample independent of the one the compile checked)")
+    _add_proof_options(verify_parser, "MODEL.proof")
     verify_parser.set_defaults(handler=run_verify)
 
 
@@ -95,6 +99,75 @@ def _add_validation_options(parser: argparse.ArgumentParser, seed_help: str,
     parser.add_argument("--seed", type=seed_number, default=seed_default, help=seed_help)
     add_json_option(parser)
     add_sandbox_option(parser)
+
+
+def _add_proof_options(parser: argparse.ArgumentParser, default_folder: str) -> None:
+    proof = parser.add_argument_group(
+        "exhaustive proof", "check every input of the declared domain, whatever its size, in "
+        "chunks on Dask; an interrupted proof (Ctrl-C) resumes when the command is run again")
+    proof.add_argument("--exhaustive", action="store_true",
+                       help="compare the weights with the interpreter on every input of the "
+                       "domain (printing its size and an estimate of the time first) and "
+                       "record the proof in the model file")
+    proof.add_argument("--workers", type=positive, default=None, metavar="N",
+                       help="with --exhaustive: processes of the local Dask cluster (default: "
+                       "this machine's cores; 1 runs the proof in this process)")
+    proof.add_argument("--scheduler", metavar="ADDRESS",
+                       help="with --exhaustive: run the chunks on an existing Dask scheduler, "
+                       "e.g. tcp://host:8786")
+    proof.add_argument("--proof-dir", metavar="DIR",
+                       help=f"with --exhaustive: where finished chunks are recorded (default "
+                       f"{default_folder}, next to the model; removed once the proof is in "
+                       "the model)")
+
+
+def _check_proof_options(args: argparse.Namespace) -> None:
+    if args.exhaustive:
+        if args.scheduler is not None:
+            checked_scheduler(args.scheduler)
+        return
+    for option, value in (("--workers", args.workers), ("--scheduler", args.scheduler),
+                          ("--proof-dir", args.proof_dir)):
+        if value is not None:
+            raise UsageError(f"{option} is for an exhaustive proof: add --exhaustive")
+
+
+def _prove(args: argparse.Namespace, driver: Any, weights: Any, root: SOp,
+           model_path: str) -> Any:
+    """The whole-domain proof of `weights` and its records (proof.prove), progress on
+    stderr, or None when Ctrl-C stopped it (then the message says how to resume)."""
+    from pathlib import Path
+
+    folder = Path(args.proof_dir) if args.proof_dir else Path(f"{model_path}.proof")
+    try:
+        return driver.prove(weights, root, folder, workers=args.workers,
+                            scheduler=args.scheduler,
+                            report=lambda line: print(line, file=sys.stderr, flush=True))
+    except driver.ProofInterrupted as stopped:
+        args.handles_interrupts = True  # said here: main() need not say "interrupted" too
+        print(f"interrupted: {stopped.message}", file=sys.stderr)
+        return None
+
+
+def _proof_line(proof: Any) -> str:
+    rate = proof.inputs / proof.cpu_seconds if proof.cpu_seconds else 0.0
+    return (f"proven on all {proof.total:,} inputs of the domain in {proof.seconds:.1f} s "
+            f"({proof.cpu_seconds:.1f} s of CPU, {rate:,.0f} inputs/s per core"
+            f"{f'; {proof.resumed} chunks resumed' if proof.resumed else ''})")
+
+
+def describe_proof(proof: dict) -> str:
+    """A model's recorded proof in words (the compile record's "proof")."""
+    domain = proof.get("domain", {})
+    where = (f"lengths {domain.get('min_len')}..{domain.get('max_len')} over "
+             f"{len(domain.get('vocab', []))} tokens")
+    if not proof.get("ok"):
+        return (f"exhaustive proof FAILED on the domain of {proof.get('inputs'):,} inputs "
+                f"({where}): {proof.get('disagreement')}")
+    return (f"proven on every input: {proof.get('inputs'):,} inputs ({where}, "
+            f"{proof.get('undefined'):,} outside the program's domain), "
+            f"{' against '.join(proof.get('oracles', []))}, max numerical error "
+            f"{proof.get('max_numeric_error', 0):.3g}")
 
 
 def load_sop(file: str, name: str, sandbox: bool) -> SOp:
@@ -122,6 +195,11 @@ def _backend():  # type: ignore[no-untyped-def]
 
 
 def run_compile(args: argparse.Namespace) -> int:
+    _check_proof_options(args)
+    if args.exhaustive and args.numeric_tokens:
+        raise UsageError("--exhaustive: a --numeric-tokens model reads real numbers, so its "
+                         "domain is infinite and cannot be enumerated (its validation is "
+                         "sampled: --samples)")
     driver = _backend()
     name, root = named_sop(args.file, args.name, args.sandbox)
     output = args.output or f"{name}.npz"
@@ -157,12 +235,22 @@ def run_compile(args: argparse.Namespace) -> int:
                                  "--token-range, length --max-len) instead of the --vocab "
                                  "values")
         raise at_call_site(refusal, binding_span(args.file, name)) from None
+    proof = None
+    if args.exhaustive and result.report.ok:  # a failed validation needs no proof
+        proven = _prove(args, driver, result.weights, root, output)
+        if proven is None:
+            return EXIT_INTERRUPTED
+        proof, records = proven
+        result = driver.proven(result, proof)
+        records.remove()  # the result is in the model (or in the refusal) from here on
     driver.write(result, output, force=args.force)
     record = result.weights.metadata[driver.COMPILE_KEY]
     summary = {**{k: record[k] for k in ("layers", "heads", "residual_width", "parameters")},
                "compile_seconds": round(result.seconds, 3), "output": output,
                "validated": result.report.ok, "tracr_oracle": args.check_tracr,
                "validation": result.report.as_metadata()}
+    if proof is not None:
+        summary["proof"] = proof.as_metadata()
     if args.json:
         print(json_text(summary))
     else:
@@ -174,6 +262,8 @@ def run_compile(args: argparse.Namespace) -> int:
                    f"domain){' with the tracr oracle' if args.check_tracr else ''}, max "
                    f"numerical error {v.max_numeric_error:.3g} -> {output}")
         print(f"validated {checked}" if v.ok else f"UNVALIDATED (--force): checked {checked}")
+        if proof is not None and proof.ok:
+            print(_proof_line(proof))
     outside = _mostly_outside(result.report.compared, result.report.undefined)
     if outside:
         print(outside, file=sys.stderr)
@@ -210,6 +300,7 @@ def _token_range(text: str) -> tuple[float, float]:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    _check_proof_options(args)
     driver = _backend()
     root = load_sop(args.file, args.name, args.sandbox)
     from rasp_sim.compiler import load_compiled
@@ -218,6 +309,8 @@ def run_verify(args: argparse.Namespace) -> int:
     model, warning = load_compiled(args.model, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)
+    if args.exhaustive:
+        return _verify_exhaustive(args, driver, model, root)
     compile_seed = driver.compile_seed(model)
     report = driver.verify(model, root, samples=args.samples, seed=args.seed,
                            progress=sys.stderr.isatty())
@@ -227,6 +320,39 @@ def run_verify(args: argparse.Namespace) -> int:
         print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
               f"{report.compared} inputs{_sample_note(report.seed, compile_seed)}, max "
               f"numerical error {report.max_numeric_error:.3g}")
+        recorded = driver.compile_info(model).get("proof")
+        if isinstance(recorded, dict):
+            print(f"{args.model}: {describe_proof(recorded)} (recorded in the model)")
+    return 0
+
+
+def _verify_exhaustive(args: argparse.Namespace, driver: Any, model: Any, root: SOp) -> int:
+    """verify --exhaustive: prove the model on its whole domain and record the proof in
+    its file (a failed proof also marks it not validated)."""
+    if driver.is_numeric_input(model):
+        raise UsageError("--exhaustive: this model reads real numbers, so its domain is "
+                         "infinite and cannot be enumerated (verify samples it: --samples)")
+    proven = _prove(args, driver, model, root, args.model)
+    if proven is None:
+        return EXIT_INTERRUPTED
+    proof, records = proven
+    try:
+        driver.save(driver.with_proof(model, proof), args.model)
+    except OSError as error:
+        raise RaspError(f"cannot record the proof in {args.model}: {error.strerror}") from None
+    records.remove()
+    if not proof.ok:
+        found = (f"the model disagrees with the program {proof.describe_disagreement()}"
+                 if proof.disagreement is not None else "the program fails on every input, "
+                 "so there is nothing to compare")
+        raise driver.VerifyFailed(f"{found} (verify checked every input; the failed proof "
+                                  f"is recorded in {args.model}, which is now marked not "
+                                  "validated)")
+    if args.json:
+        print(json_text(proof.as_metadata()))
+    else:
+        print(f"{args.model}: agrees with {args.name} ({args.file}); {_proof_line(proof)}; "
+              "recorded in the model")
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 from dataclasses import replace
@@ -22,11 +21,7 @@ from pathlib import Path
 
 from ..atomic_write import write_text
 from . import EXIT_INTERRUPTED, UsageError
-from .options import add_json_option, positive, seed_number
-
-# PROTOCOL://HOST:PORT or HOST:PORT; HOST may be a name, an IPv4 or a bracketed IPv6 address
-SCHEDULER_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}")
-
+from .options import add_json_option, checked_scheduler, positive, seed_number
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -100,15 +95,6 @@ def _checked_out(path: Path) -> Path:
     return path
 
 
-def _checked_scheduler(address: str) -> str:
-    """A Dask scheduler address, PROTOCOL://HOST:PORT or HOST:PORT (a bare word, a path
-    or a scheduler file would be read as something else by Dask)."""
-    if not SCHEDULER_ADDRESS.fullmatch(address):
-        raise UsageError(f"--scheduler {address!r}: expected a Dask scheduler address such "
-                         "as tcp://host:8786 (PROTOCOL://HOST:PORT or HOST:PORT)")
-    return address
-
-
 def _experiment(args: argparse.Namespace) -> int:
     from rasp_sim.experiments.budgets import plan, with_steps
     from rasp_sim.experiments.errors import ExperimentError
@@ -126,7 +112,7 @@ def _experiment(args: argparse.Namespace) -> int:
     if args.batch:
         configs = [replace(config, batch=args.batch) for config in configs]
     if args.scheduler is not None:
-        _checked_scheduler(args.scheduler)
+        checked_scheduler(args.scheduler)
     default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
                    + (f"-batch{args.batch}" if args.batch else ""))
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out

@@ -175,3 +175,14 @@ def refuse_overwriting_input(output: str, *inputs: str | None) -> None:
         if same:
             raise UsageError(f"-o {output}: is the input file {given}; writing it would "
                              "destroy the input; choose another output path")
+
+
+def checked_scheduler(address: str) -> str:
+    """A Dask scheduler address, PROTOCOL://HOST:PORT or HOST:PORT (a bare word, a path
+    or a scheduler file would be read as something else by Dask)."""
+    from rasp_sim.dask_cluster import SCHEDULER_ADDRESS
+
+    if not SCHEDULER_ADDRESS.fullmatch(address):
+        raise UsageError(f"--scheduler {address!r}: expected a Dask scheduler address such "
+                         "as tcp://host:8786 (PROTOCOL://HOST:PORT or HOST:PORT)")
+    return address

@@ -131,12 +131,17 @@ def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
 
 
 def _weights_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from rasp_sim.compiler import load_compiled, run_weights
+    from rasp_sim.compiler import compile_info, load_compiled, run_weights
 
     check_regular(args.weights, "weights")  # a FIFO would block the loader
     model, warning = load_compiled(args.weights, args.allow_unvalidated, args.memory_limit)
     if warning:
         print(warning, file=sys.stderr)
+    proof = compile_info(model).get("proof")
+    if isinstance(proof, dict):  # what was proven about this model, once, before its outputs
+        from .compile import describe_proof
+
+        print(f"{args.weights}: {describe_proof(proof)}", file=sys.stderr)
 
     def columns(inputs: Sequence[Any] | np.ndarray,
                 first_index: int) -> Iterator[tuple[list[int], Any]]:

@@ -56,37 +56,25 @@ def sweep(configs: list[RunConfig], out_dir: Path, workers: int = 1,
 
 
 def _dask(configs, jobs, out_dir, workers, scheduler, resume, report, device_name):
+    from rasp_sim.dask_cluster import ClusterError, dask_client
+
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ExperimentError("workers: parallel sweeps run on Dask; install the train extra "
-                              "(pip install 'rasp-sim[train]') or use --workers 1") from None
-    cluster = None
-    if scheduler is None:
-        # One single-threaded process per worker: the runs themselves are the parallelism.
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-    try:
-        client = Client(scheduler if scheduler is not None else cluster)
-    except (OSError, ValueError) as error:  # no scheduler there, or not one Dask can reach
-        if cluster is not None:
-            cluster.close()
-        raise ExperimentError(f"scheduler {scheduler}: cannot connect ({error})") from None
-    try:
-        futures = {client.submit(run_one, job, str(out_dir), resume, False, device_name,
-                                 pure=False): config
-                   for job, config in zip(jobs, configs)}
-        results, failures = [], []
-        for future in as_completed(futures):
-            name = futures[future].name()
-            try:
-                results.append(future.result())
-                report(f"done {name} ({len(results) + len(failures)}/{len(jobs)})")
-            except ExperimentError as error:
-                failures.append(f"{name}: {error.message}")
-                report(f"failed {name}: {error.message}")
-        return results, failures
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with dask_client(workers, scheduler, "install the train extra (pip install "
+                         "'rasp-sim[train]') or use --workers 1") as client:
+            from dask.distributed import as_completed
+
+            futures = {client.submit(run_one, job, str(out_dir), resume, False, device_name,
+                                     pure=False): config
+                       for job, config in zip(jobs, configs)}
+            results, failures = [], []
+            for future in as_completed(futures):
+                name = futures[future].name()
+                try:
+                    results.append(future.result())
+                    report(f"done {name} ({len(results) + len(failures)}/{len(jobs)})")
+                except ExperimentError as error:
+                    failures.append(f"{name}: {error.message}")
+                    report(f"failed {name}: {error.message}")
+            return results, failures
+    except ClusterError as error:  # the sweep's own error kind, as before
+        raise ExperimentError(error.message) from None

@@ -127,3 +127,63 @@ def test_forward_runs_under_jax_and_differentiates_in_the_embedding():
         gradient = jax.grad(loss)(jnp.asarray(embedding + 0.01))
     assert gradient.shape == embedding.shape and np.isfinite(np.asarray(gradient)).all()
     assert np.abs(np.asarray(gradient)).max() > 0
+
+
+def _sparse_columns(rng: np.random.Generator, rows: int, cols: int, keep: float) -> np.ndarray:
+    """A dense matrix whose rows and columns are zero with probability 1 - keep: the
+    structure of compiled blocks, which read and write a few residual directions."""
+    w = rng.normal(size=(rows, cols))
+    w[rng.random(rows) > keep] = 0.0
+    w[:, rng.random(cols) > keep] = 0.0
+    return w
+
+
+def _planned_model(seed: int, causal: bool) -> Transformer:
+    """A dense, residual, norm-free model (the planned forward's path): heads with and
+    without W_O, a head reading only position columns (an input-independent pattern), a
+    gated and a plain MLP, blocks writing overlapping and scattered columns."""
+    rng = np.random.default_rng(seed)
+    d, tokens, positions = 12, 4, 7
+    token_embed = _sparse_columns(rng, tokens, d, 0.7)
+    token_embed[:, :3] = 0.0  # columns 0-2: positions only
+    pos_embed = rng.normal(size=(positions, d))
+    position_only = np.zeros((d, 2))
+    position_only[:3] = rng.normal(size=(3, 2))
+    layers = [
+        AttentionBlock((AttentionHead(_sparse_columns(rng, d, 3, 0.6), _sparse_columns(rng, d, 3, 0.6),
+                                      _sparse_columns(rng, d, 2, 0.8), _sparse_columns(rng, 2, d, 0.5)),
+                        AttentionHead(position_only, position_only.copy(), _sparse_columns(rng, d, d, 0.4)),
+                        AttentionHead(rng.normal(size=(d, 2)), rng.normal(size=(d, 2)),
+                                      _sparse_columns(rng, d, 3, 0.7), _sparse_columns(rng, 3, d, 0.5))),
+                       scale=0.5),
+        MLPBlock(_sparse_columns(rng, d, 5, 0.7), rng.normal(size=5), _sparse_columns(rng, 5, d, 0.5),
+                 rng.normal(size=d) * (rng.random(d) > 0.6), activation="linear",
+                 w_gate=_sparse_columns(rng, d, 5, 0.7), b_gate=rng.normal(size=5)),
+        MLPBlock(_sparse_columns(rng, d, 6, 0.6), rng.normal(size=6), _sparse_columns(rng, 6, d, 0.6),
+                 np.zeros(d)),
+    ]
+    for block in layers:  # no block writes the position columns: they stay input-independent
+        outputs = [h.w_v if h.w_o is None else h.w_o for h in block.heads] \
+            if isinstance(block, AttentionBlock) else [block.w2, block.b2[None, :]]
+        for w in outputs:
+            w[:, :3] = 0.0
+    return Transformer(tuple(layers), _sparse_columns(rng, d, 3, 0.6), causal=causal,
+                       token_embed=token_embed, pos_embed=pos_embed)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 4), n=st.integers(1, 7),
+       causal=st.booleans())
+def test_planned_forward_matches_the_block_by_block_forward(seed, batch, n, causal):
+    """The NumPy forward's plan (columns read and written, reordered residual, stacked
+    heads, input-independent patterns computed once) against the generic block-by-block
+    forward and the per-sequence reference, on token ids and on the embedded stream."""
+    model = _planned_model(seed % 1000, causal)
+    ids = np.random.default_rng(seed).integers(0, 4, size=(batch, n))
+    want = forward(model, ids, xp=GENERIC_NUMPY)
+    scale = max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(forward(model, ids), want, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(want, reference_tokens(model, ids), rtol=1e-10, atol=1e-12 * scale)
+    stream = np.asarray(model.token_embed)[ids] + np.asarray(model.pos_embed)[:n]
+    bare = model.replace(token_embed=None, pos_embed=None)
+    np.testing.assert_allclose(forward(bare, stream), want, rtol=0, atol=1e-12 * scale)
