@@ -8,9 +8,9 @@ set, so it is lowered without lookup tables:
   to the non-map s-ops they are computed from, its "bases"), maps used only inside the
   region are fused into it while the result stays of degree <= 2;
 - an aggregate of a continuous value is a numerical head (a mean); a `sum` is a mean whose
-  value is scaled by the selector's width, which must be known at compile time: the
-  selector must not depend on the tokens, and every query must select either nothing or the
-  same number k of keys on every input length of the domain (static.py checks that);
+  value is scaled by the selector's width where that is one number k known at compile
+  time (every query selects nothing or k keys on every input length, static.py checks
+  that), else selector width x mean (translate.py);
 - `exp(a) / sum(sel, exp(a))` is a softmax: an attention head whose score is a (computed
   by the region of `a`) over the keys `sel` selects, whose values are the keys' positions,
   followed by a ReGLU MLP that picks the weight of the query's own position. It needs every
@@ -311,7 +311,8 @@ class ContinuousLowering:
             numbers = [abs(float(v)) for v in values if isinstance(v, (int, float))]
             return max(numbers, default=0.0)
         if isinstance(node, g.Aggregate):
-            scale = self.sum_width(node) if node.reduction == "sum" else 1
+            scale = 1 if node.reduction == "mean" else \
+                self.fixed_sum_width(node) or self.value_sets.max_len
             default = abs(float(node.default)) if isinstance(node.default, (int, float)) else 0.0
             return max(self.bound(node.values) * scale, default)
         assert isinstance(node, g.Map)  # the other continuous s-ops are handled above
@@ -323,21 +324,18 @@ class ContinuousLowering:
         return 1.0 if key in region.softmax else self.bound(region.leaves[key])
 
     # -- sums
-    def sum_width(self, node: g.Aggregate) -> int:
-        """The k with which every query selects 0 or k keys on every length, if any."""
+    def fixed_sum_width(self, node: g.Aggregate) -> int | None:
+        """The k with which every query selects 0 or k keys on every length, or None where
+        the width is not one number known at compile time (the selector reads the tokens,
+        or widths differ by query or length): such a sum is width x mean (translate.py)."""
         if self.static is None or not self.static.is_static(node.selector):
-            raise Unsupported(describe(node), "sums over a selector that depends on the "
-                              "tokens: its width is not known at compile time (a sum is "
-                              "compiled as k x mean for a fixed width k)", node.span)
+            return None
         widths = set()
         for matrix in self.static.matrices(node.selector):
             widths |= set(matrix.sum(axis=1).tolist())
         widths.discard(0)
         if len(widths) > 1:
-            raise Unsupported(describe(node), f"sums over {sorted(widths)} keys depending on "
-                              "the query or the length; a sum is compiled as k x mean for a "
-                              "fixed width k (set --min-len to the length the program needs)",
-                              node.span)
+            return None
         return widths.pop() if widths else 1
 
 

@@ -37,8 +37,8 @@ from rasp_sim.errors import RaspError
 
 from . import patterns
 from .atoms import NOT_CONSTANT, atom_function, total
-from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, VALUE_MAP, ValueSets, is_numeric_column,
-                    plain, typed)
+from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
+                    is_numeric_column, plain, typed)
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
                          SoftmaxPick, poly_bound, positions_coefficient, region_failure,
@@ -82,8 +82,11 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int =
 
 
 def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding | None = None,
-           **extra: Any) -> Any:
+           part: str = "", **extra: Any) -> Any:
+    """`expr` annotated with the node's name (plus `_part` for one of several expressions
+    lowering one node: labels must be unique), span and encoding."""
     name = "".join(c if c.isalnum() else "_" for c in (node.name or type(node).__name__.lower()))
+    name += f"_{part}" if part else ""
     annotations: dict[str, Any] = {"name": name, SPAN: node.span, **extra}
     if encoding is not None:
         annotations["encoding"] = encoding
@@ -515,17 +518,14 @@ class _Translator(ContinuousLowering):
                 raise Unsupported(describe(node), f"default {node.default!r} for a mean of "
                                   "numbers: a numerical head can only write a number where "
                                   "nothing is selected", node.span)
+            width = self.fixed_sum_width(node) if summed else 1
+            if width is None:
+                return self._width_times_mean(node, select)
             # tracr's own default must be 0; a nonzero one gets its own head (blocks.py).
             extra = {DEFAULT: node.default} if node.default != 0 else {}
             if summed:  # a mean whose values are scaled by the fixed width (blocks.py)
-                extra[SCALE] = self.sum_width(node)
-            folded = self._value_table(node.values)
-            if folded is None:
-                values = self.as_encoding(node.values, NUM)
-            else:
-                self._check_averaged(node.values, self.sop(node.values))
-                values, extra[VALUE_MAP] = folded
-            return _named(rasp.Aggregate(select, values, default=0), node, NUM, **extra)
+                extra[SCALE] = width
+            return _named(self._mean_head(node, select, extra), node, NUM, **extra)
         # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
         extra = {DEFAULT: node.default}
         folded = self._value_table(node.values)
@@ -534,6 +534,34 @@ class _Translator(ContinuousLowering):
         else:
             values, extra[VALUE_MAP] = folded
         return _named(rasp.Aggregate(select, values, default=None), node, CAT, **extra)
+
+    def _mean_head(self, node: g.Aggregate, select: rasp.Select,
+                   extra: dict[str, Any]) -> rasp.Aggregate:
+        """A numerical head averaging the node's values (its value table folded into the
+        head where it can be, VALUE_MAP added to `extra`), tracr's default 0."""
+        folded = self._value_table(node.values)
+        if folded is None:
+            values = self.as_encoding(node.values, NUM)
+        else:
+            self._check_averaged(node.values, self.sop(node.values))
+            values, extra[VALUE_MAP] = folded
+        return rasp.Aggregate(select, values, default=0)
+
+    def _width_times_mean(self, node: g.Aggregate, select: rasp.Select) -> rasp.SOp:
+        """A sum whose width is not one k known at compile time (its selector reads the
+        tokens, or selects more keys at some queries or lengths than at others) is
+        selector_width(sel) x mean(sel, values), plus the default where nothing is
+        selected: tracr's selector width, a mean head, and one gated MLP whose units are
+        relu(+-mean) gated by the width's one-hot read out as +-w (ReGLU, continuous.py),
+        exact up to the mean's and the product's roundings."""
+        width = _named(rasp.SelectorWidth(select), node, CAT, part="width")
+        extra: dict[str, Any] = {}
+        mean = _named(self._mean_head(node, select, extra), node, NUM, part="mean", **extra)
+        widths = list(range(self.value_sets.max_len + 1))
+        terms = [((("leaf", "mean"),), {i: float(w) for i, w in enumerate(widths) if w}),
+                 ((), {0: float(node.default)})]
+        product = PolyMap(width, {"mean": mean}, terms, [typed(w) for w in widths])
+        return _named(product, node, NUM, **{SUM: (mean, node.default)})
 
     def _value_table(self, values: g.SOp) -> tuple[rasp.SOp, Callable[[Any], Any]] | None:
         """Values that are ONE categorical s-op x or computed by maps from it, as (x, the
