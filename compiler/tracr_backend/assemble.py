@@ -21,10 +21,10 @@ from tracr.compiler import assemble as tracr_assemble
 from tracr.craft import bases, transformers
 from tracr.transformer import encoder
 
-from ..weights import (AttentionBlock, AttentionHead, InputEncoder, MLPBlock, OutputEncoder,
-                       Transformer)
+from ..weights import (AttentionBlock, AttentionHead, InputEncoder, LayerNorm, MLPBlock,
+                       OutputEncoder, Transformer)
 from .bases import plain
-from .blocks import REGLU
+from .blocks import REGLU, NormedMLP
 from .pipeline import BOS, PAD, Compiled
 
 
@@ -115,8 +115,10 @@ def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBl
     # sequence map whose output is 0) are dropped; relu(.) * 0 adds exactly 0, so the
     # output is unchanged and dyck1's 786-unit MLP keeps 10 units.
     live = [i for i in units if np.any(w2[i] != 0)]
+    norm = _layer_norm(block, residual)
     if not gate_of:
-        return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims))
+        return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims),
+                        norm=norm)
     def gate(i: int) -> np.ndarray:
         if hidden.basis[i] in gate_of:
             return w1[:, gate_of[hidden.basis[i]]]
@@ -126,7 +128,16 @@ def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBl
     gates = (np.stack([gate(i) for i in live], axis=1) if live
              else np.zeros((residual.num_dims, 0)))
     return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims),
-                    w_gate=np.ascontiguousarray(gates), b_gate=np.zeros(len(live)))
+                    norm=norm, w_gate=np.ascontiguousarray(gates), b_gate=np.zeros(len(live)))
+
+
+def _layer_norm(block: transformers.MLP, residual: bases.VectorSpaceWithBasis
+                ) -> LayerNorm | None:
+    """A NormedMLP's LayerNorm of its residual columns (gain 1, bias 0), else None."""
+    if not isinstance(block, NormedMLP):
+        return None
+    columns = tuple(sorted(residual.index_by_direction[d] for d in block.normalised))
+    return LayerNorm(np.ones(len(columns)), np.zeros(len(columns)), block.eps, columns)
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ block write at BOS, and each gets its fix here:
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -191,6 +192,32 @@ def reglu_mlp(units: list[tuple[dict, dict]], output_space: bases.VectorSpaceWit
         second[hidden.index_by_direction[bases.BasisDirection(hidden_name, (k, "act"))], 0] = 1.0
     return transformers.MLP(vectorspace_fns.Linear(inputs, hidden, first),
                             vectorspace_fns.Linear(hidden, output_space, second))
+
+
+@dataclasses.dataclass
+class NormedMLP(transformers.MLP):
+    """A craft MLP whose input is first normalised over the directions `normalised` by a
+    LayerNorm (gain 1, bias 0, `eps`), the other directions passing through: the weight
+    format's MLP block with a LayerNorm of those residual columns (assemble.py). Only
+    rasp-sim's allocation and assembler know it; two in one layer are never combined."""
+
+    normalised: tuple[bases.BasisDirection, ...] = ()
+    eps: float = 1e-5
+
+
+def layer_norm_pick(row: list[bases.BasisDirection], slots: dict[int, int],
+                    indices_label: str, output_space: bases.VectorSpaceWithBasis, eps: float,
+                    label: str) -> NormedMLP:
+    """LayerNorm of the gathered row (the directions `row`, slot j holding the row's j-th
+    value), then the query's own entry n_slot: units relu(+-n_j) gated by +-[index is in
+    slot j] (a readout of the indices one-hot, 0 at BOS and where no row is used)."""
+    units: list[tuple[dict, dict]] = []
+    for j, direction in enumerate(row):
+        gate = {bases.BasisDirection(indices_label, q): 1.0 for q, s in slots.items() if s == j}
+        if gate:
+            units += [({direction: 1.0}, gate), ({direction: -1.0}, {d: -1.0 for d in gate})]
+    mlp = reglu_mlp(units, output_space, label)
+    return NormedMLP(mlp.fst, mlp.snd, normalised=tuple(row), eps=eps)
 
 
 def softmax_pick(score: bases.BasisDirection, query_space: bases.VectorSpaceWithBasis,

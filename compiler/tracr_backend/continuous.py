@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeGuard, cast
 
 import numpy as np
@@ -37,6 +37,7 @@ from rasp_sim.errors import RaspError
 from .atoms import NOT_CONSTANT, atom_function
 from .bases import ValueSets, plain, typed
 from .checks import MAX_TABLE, Unsupported, describe
+from .patterns import LayerNormParts, layer_norm_of
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
 
@@ -69,6 +70,7 @@ class Region:
     values: list[Any]                  # the region's value per assignment (Poly, ...)
     leaves: dict[Any, g.SOp]           # leaf key -> the s-op it stands for
     softmax: dict[Any, tuple[g.Aggregate, g.SOp]]  # softmax leaf key -> (sum, score)
+    layer_norm: dict[Any, LayerNormParts] = field(default_factory=dict)  # its leaf key -> parts
 
 
 class PolyMap(rasp.SOp):
@@ -102,6 +104,25 @@ class SoftmaxPick(rasp.SOp):
     @property
     def children(self) -> Sequence[rasp.RASPExpr]:
         return [self.score, self.select.keys, self.select.queries, rasp.indices]
+
+    def __call__(self, xs: Any) -> Any:
+        raise NotImplementedError("evaluated by rasp-sim's interpreter, not tracr's")
+
+
+class LayerNormPick(rasp.SOp):
+    """The query's own entry of LayerNorm(its row): the row's values gathered into
+    `gathers` (one head each, slot j holding the row's j-th key), normalised by a LayerNorm
+    block over those directions, and slot `slots[index]` picked (blocks.layer_norm_pick)."""
+
+    def __init__(self, gathers: list[rasp.SOp], slots: dict[int, int], eps: float):
+        super().__init__()
+        self.gathers = gathers
+        self.slots = slots  # query index -> the query's slot in its row
+        self.eps = eps
+
+    @property
+    def children(self) -> Sequence[rasp.RASPExpr]:
+        return [*self.gathers, rasp.indices]
 
     def __call__(self, xs: Any) -> Any:
         raise NotImplementedError("evaluated by rasp-sim's interpreter, not tracr's")
@@ -260,6 +281,10 @@ class ContinuousLowering:
                     value = fn(*[env[id(b)] for b in bases])
                 except RaspError:  # the program fails here: the model is free
                     value = UNDEFINED
+        elif id(node) in inside and layer_norm_of(node) is not None:
+            key = ("layer_norm", id(node))
+            region.layer_norm[key] = cast(LayerNormParts, layer_norm_of(node))
+            value = Poly.atom(("leaf", key))
         elif id(node) in inside:
             assert isinstance(node, g.Map)  # a region's inside holds its maps only
             args = [self._value(x, inside, env, memo, region) for x in node.inputs]
@@ -321,6 +346,8 @@ class ContinuousLowering:
                     for v in region.values if isinstance(v, Poly)), default=0.0)
 
     def _leaf_bound(self, region: Region, key: Any) -> float:
+        if key in region.layer_norm:  # a normalised row of at most max_len values
+            return math.sqrt(self.value_sets.max_len)
         return 1.0 if key in region.softmax else self.bound(region.leaves[key])
 
     # -- sums

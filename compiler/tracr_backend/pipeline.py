@@ -26,7 +26,7 @@ from rasp_sim import graph as g
 from . import blocks
 from .allocate import allocate
 from .bases import DEFAULT, SCALE, SIGNED, SPAN, VALUE_MAP, annotate_graph, typed
-from .continuous import NumericDomain, PolyMap, SoftmaxPick, poly_units
+from .continuous import LayerNormPick, NumericDomain, PolyMap, SoftmaxPick, poly_units
 from .checks import Unsupported, check_vocab
 from .simplify import simplify
 from .translate import Translation, translate
@@ -168,7 +168,7 @@ def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> N
 
 
 def _needs_own_block(expr: Any) -> bool:
-    if isinstance(expr, (PolyMap, SoftmaxPick)):
+    if isinstance(expr, (PolyMap, SoftmaxPick, LayerNormPick)):
         return True
     if isinstance(expr, rasp.Map):
         return bool(expr.annotations.get(SIGNED, False)) if SIGNED in expr.annotations else False
@@ -187,6 +187,10 @@ def _own_block(graph: nx.DiGraph, node_id: str, bos_direction: bases.BasisDirect
         units = poly_units(expr, lambda key: _space(graph, expr.leaves[key]).basis[0],
                            None if expr.base is None else expr.base.label, ONE, bos_direction)
         return blocks.reglu_mlp(units, output, expr.label)
+    if isinstance(expr, LayerNormPick):
+        row = [_space(graph, gather).basis[0] for gather in expr.gathers]
+        return blocks.layer_norm_pick(row, expr.slots, rasp.indices.label, output, expr.eps,
+                                      expr.label)
     if isinstance(expr, SoftmaxPick):
         select = expr.select
         return blocks.softmax_pick(

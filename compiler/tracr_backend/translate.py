@@ -40,8 +40,8 @@ from .atoms import NOT_CONSTANT, atom_function, total
 from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
                     is_numeric_column, plain, typed)
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
-from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
-                         SoftmaxPick, poly_bound, positions_coefficient, region_failure,
+from .continuous import (MASK_MARGIN, ContinuousLowering, LayerNormPick, NumericDomain,
+                         PolyMap, Region, SoftmaxPick, poly_bound, positions_coefficient, region_failure,
                          terms_of, used_leaves)
 from .polynomial import Poly
 from .static import StaticValues
@@ -107,6 +107,7 @@ class _Translator(ContinuousLowering):
         self.consumers = consumers  # how many nodes use each node (fusion needs exactly 1)
         self.memo: dict[int, rasp.SOp] = {}
         self.softmax_picks: dict[int, rasp.SOp] = {}  # id of the softmax's sum -> its head
+        self.layer_norm_picks: dict[tuple, rasp.SOp] = {}  # (quotient id, rows) -> its pick
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
         self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
         self.selectors: dict[int, rasp.Select] = {}
@@ -323,6 +324,7 @@ class _Translator(ContinuousLowering):
             if key in region.softmax:
                 self._check_softmax_use(region, terms, key)
         leaves = {key: (self._softmax(region.softmax[key]) if key in region.softmax
+                        else self._layer_norm(region, terms, key) if key in region.layer_norm
                         else self.sop(region.leaves[key])) for key in used}
         return _named(self._poly_expr(region, terms, leaves), node, NUM)
 
@@ -363,6 +365,51 @@ class _Translator(ContinuousLowering):
                 SoftmaxPick(expr, select, 2 * bound + MASK_MARGIN), total, NUM)
         return self.softmax_picks[id(total)]
 
+    def _layer_norm(self, region: Region, terms: list, key: Any) -> rasp.SOp:
+        """LayerNorm(z over the row of keys the selector gives the query), at the query's
+        own key: the row gathered by one head per slot, a LayerNorm block over those
+        directions and a pick by the query's slot (continuous.LayerNormPick). A row must be
+        a class: every query using the value selects itself and keys that select exactly
+        the same keys, the same keys at every length, and all rows have one size."""
+        parts = region.layer_norm[key]
+        where = positions_coefficient(region, terms, key, self.static)
+        if where is None or not self.static.is_static(parts.selector):
+            raise Unsupported(describe(parts.selector), "is a layer_norm's row selector whose "
+                              "selector or use depends on the tokens; the compiler must know "
+                              "every query's row", parts.selector.span)
+        rows: dict[int, tuple[int, ...]] = {}
+        for n, used, matrix in zip(self.static.lengths, where,
+                                   self.static.matrices(parts.selector)):
+            for q in np.flatnonzero(used).tolist():
+                row = tuple(np.flatnonzero(matrix[q]).tolist())
+                if q not in row or any((matrix[k] != matrix[q]).any() for k in row):
+                    raise Unsupported(describe(parts.selector), f"is a layer_norm's row "
+                                      f"selector, but at length {n} query {q}'s keys do not "
+                                      "all select the same keys, itself included (a row must "
+                                      "be a class of positions)", parts.selector.span)
+                if rows.setdefault(q, row) != row:
+                    raise Unsupported(describe(parts.selector), f"is a layer_norm's row "
+                                      f"selector whose row for query {q} changes with the "
+                                      "length; a compiled model gathers one row per query",
+                                      parts.selector.span)
+        sizes = sorted({len(row) for row in rows.values()})
+        if len(sizes) > 1:
+            raise Unsupported(describe(parts.selector), f"is a layer_norm's row selector with "
+                              f"rows of {sizes} keys; a LayerNorm block normalises rows of "
+                              "one size", parts.selector.span)
+        memo_key = (key[1], tuple(sorted(rows.items())))
+        if memo_key not in self.layer_norm_picks:
+            values = self.sop(parts.values)
+            width = sizes[0] if sizes else 1
+            gathers = [_named(rasp.Aggregate(rasp.Select(rasp.indices, rasp.indices, _slot_key(
+                rows, j)), values, default=0), parts.values, NUM,
+                part=f"row{j}_{len(self.layer_norm_picks)}") for j in range(width)]
+            slots = {q: row.index(q) for q, row in rows.items()}
+            self.layer_norm_picks[memo_key] = _named(
+                LayerNormPick(gathers, slots, parts.eps), parts.values, NUM,
+                part=f"layer_norm_{len(self.layer_norm_picks)}")
+        return self.layer_norm_picks[memo_key]
+
     def _score(self, score: g.SOp, sel: g.Selector) -> tuple[rasp.SOp, float]:
         """The softmax's score as an s-op, without shifts constant over each selection."""
         if not isinstance(score, g.Map):
@@ -377,7 +424,7 @@ class _Translator(ContinuousLowering):
                 if not any(a == ("leaf", key) for a in m for key in shifts)]
         leaves = {key: self.sop(region.leaves[key]) for key in used_leaves(kept)}
         polys = [Poly({m: c[i] for m, c in kept if i in c}) for i in range(len(region.values))]
-        bound = max((poly_bound(p, lambda k: self.bound(region.leaves[k])) for p in polys),
+        bound = max((poly_bound(p, lambda k: self._leaf_bound(region, k)) for p in polys),
                     default=0.0)
         return _named(self._poly_expr(region, kept, leaves), score, NUM), bound
 
@@ -574,6 +621,12 @@ class _Translator(ContinuousLowering):
         if len(bases) != 1 or not rasp.is_categorical(self.sop(bases[0])):
             return None
         return self.sop(bases[0]), total(fn)
+
+
+def _slot_key(rows: dict[int, tuple[int, ...]], slot: int) -> Callable[[Any, Any], bool]:
+    """The predicate (key index, query index) of the head gathering slot `slot` of each
+    query's row (nothing for a query without one)."""
+    return lambda key, query: query in rows and rows[query][slot] == key
 
 
 def _position(nodes: Sequence[g.SOp], node: g.SOp) -> int:
