@@ -108,6 +108,7 @@ class _Translator(ContinuousLowering):
         self.memo: dict[int, rasp.SOp] = {}
         self.softmax_picks: dict[int, rasp.SOp] = {}  # id of the softmax's sum -> its head
         self.layer_norm_picks: dict[tuple, rasp.SOp] = {}  # (quotient id, rows) -> its pick
+        self.answer_maps: list[rasp.SOp] = []  # selects keyed on answers (_on_answers)
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
         self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
         self.selectors: dict[int, rasp.Select] = {}
@@ -483,7 +484,39 @@ class _Translator(ContinuousLowering):
             except RaspError:
                 return False
         sides = tuple(", ".join(describe(n) for n in side) for side in (keys, queries))
-        return _named(rasp.Select(key_sop, query_sop, predicate), sel, **{SIDES: sides})
+        select = _named(rasp.Select(key_sop, query_sop, predicate), sel, **{SIDES: sides})
+        return self._on_answers(select, sel)
+
+    def _on_answers(self, select: rasp.Select, sel: g.Selector) -> rasp.Select:
+        """A select whose keys are a numerical s-op made categorical (a discretising MLP
+        with one output direction per value: a mean of means has hundreds) and whose
+        queries take few values keys on the answers instead: the tuple of the predicate's
+        answers against each query value, a map of the same numerical s-op (one MLP in
+        the same sublayer, a few directions). The same for numerical queries against few
+        key values. The select is checked on the merged values first (check_select): the
+        answers of a stored value then stand for every member's."""
+        for side in ("keys", "queries"):
+            converted = getattr(select, side)
+            other = select.queries if side == "keys" else select.keys
+            if not (isinstance(converted, rasp.Map) and rasp.is_numerical(converted.inner)):
+                continue
+            others = sorted(self.value_sets.of(other), key=repr)
+            if 4 * len(others) >= len(self.value_sets.of(converted)):
+                continue
+            self.value_sets.check_select(select)
+            answers = _named(rasp.Map(_asker(select.predicate, converted.f, others,
+                                             side == "keys"), converted.inner, simplify=False),
+                             sel, CAT,
+                             part=f"answers{len(self.answer_maps)}")
+            self.answer_maps.append(answers)
+            position = {value: i for i, value in enumerate(others)}
+            if side == "keys":
+                select = _named(rasp.Select(answers, other, lambda a, q: a[position[q]]), sel,
+                                **{SIDES: select.annotations[SIDES]})
+            else:
+                select = _named(rasp.Select(other, answers, lambda k, a: a[position[k]]), sel,
+                                **{SIDES: select.annotations[SIDES]})
+        return select
 
     def _side(self, nodes: list[g.SOp]) -> rasp.SOp:
         if not nodes:  # the predicate ignores this side: any categorical s-op will do
@@ -621,6 +654,18 @@ class _Translator(ContinuousLowering):
         if len(bases) != 1 or not rasp.is_categorical(self.sop(bases[0])):
             return None
         return self.sop(bases[0]), total(fn)
+
+
+def _asker(predicate: Callable[[Any, Any], bool], inner: Callable[[Any], Any], others: list,
+           keys: bool) -> Callable[[Any], tuple | None]:
+    """v -> the predicate's answers for the side value inner(v) against each of `others`
+    (None where inner is undefined, as the side's own map gives no value there)."""
+    def ask(v: Any) -> tuple | None:
+        x = inner(v)
+        if x is None:
+            return None
+        return tuple(bool(predicate(x, o) if keys else predicate(o, x)) for o in others)
+    return ask
 
 
 def _slot_key(rows: dict[int, tuple[int, ...]], slot: int) -> Callable[[Any, Any], bool]:
