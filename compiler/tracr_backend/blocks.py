@@ -32,6 +32,7 @@ import numpy as np
 from tracr.craft import bases, transformers, vectorspace_fns
 
 from .bases import typed
+from .predicates import predicate_table
 
 # The coldness of rasp-sim's heads: selected keys get this logit, BOS half of it, the others
 # 0. tracr uses 100, which leaves weight e^-50 on BOS and e^-100 on every other key: a
@@ -69,12 +70,13 @@ def _qk_with_bos(query_space: bases.VectorSpaceWithBasis, key_space: bases.Vecto
     queries = bases.join_vector_spaces(query_space, bases.VectorSpaceWithBasis([one_direction]))
     keys = bases.join_vector_spaces(key_space, bases.VectorSpaceWithBasis([bos_direction]))
     qk = np.zeros((queries.num_dims, keys.num_dims))
-    for i, q in enumerate(queries.basis):
-        for j, k in enumerate(keys.basis):
-            if q == one_direction and k == bos_direction:
-                qk[i, j] = 0.5 * SOFTMAX_COLDNESS
-            elif q in query_space and k in key_space:
-                qk[i, j] = SOFTMAX_COLDNESS * bool(predicate(k.value, q.value))
+    rows = [queries.index_by_direction[q] for q in query_space.basis]
+    columns = [keys.index_by_direction[k] for k in key_space.basis]
+    selected = predicate_table(predicate, [k.value for k in key_space.basis],
+                               [q.value for q in query_space.basis])
+    qk[np.ix_(rows, columns)] = SOFTMAX_COLDNESS * selected
+    qk[queries.index_by_direction[one_direction], keys.index_by_direction[bos_direction]] = \
+        0.5 * SOFTMAX_COLDNESS
     return vectorspace_fns.ScalarBilinear(queries, keys, qk)
 
 
@@ -240,10 +242,11 @@ def softmax_pick(score: bases.BasisDirection, query_space: bases.VectorSpaceWith
     one, index = queries.index_by_direction[one_direction], keys.index_by_direction
     qk[one, index[score]] = 1.0
     qk[one, index[bos_direction]] = -margin / 2
-    for i, q in enumerate(queries.basis):
-        for k in key_space.basis:
-            if q in query_space and not predicate(k.value, q.value):
-                qk[i, index[k]] = -margin
+    rows = [queries.index_by_direction[q] for q in query_space.basis]
+    columns = [index[k] for k in key_space.basis]
+    selected = predicate_table(predicate, [k.value for k in key_space.basis],
+                               [q.value for q in query_space.basis])
+    qk[np.ix_(rows, columns)] = np.where(selected, qk[np.ix_(rows, columns)], -margin)
     weights_name = f"_softmax_{label}"
     weights = bases.VectorSpaceWithBasis([bases.BasisDirection(weights_name, d.value)
                                           for d in indices_space.basis])

@@ -35,7 +35,7 @@ from rasp_sim import atom_functions
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
-from . import patterns
+from . import patterns, predicates
 from .atoms import NOT_CONSTANT, atom_function, total
 from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
                     is_numeric_column, plain, typed)
@@ -472,17 +472,10 @@ class _Translator(ContinuousLowering):
                     for node in self._folded(side)[0]:
                         if all(node is not s for s in found):
                             found.append(node)
-        tree = self._predicate_tree(sel, keys, queries)
+        predicate = predicates.Predicate(self._predicate_tree(sel, keys, queries),
+                                         len(keys) > 1, len(queries) > 1)
         key_sop = self._side(keys)
         query_sop = self._side(queries)
-        unpack_k = (lambda k: k) if len(keys) > 1 else (lambda k: (k,))
-        unpack_q = (lambda q: q) if len(queries) > 1 else (lambda q: (q,))
-
-        def predicate(key: Any, query: Any) -> bool:
-            try:
-                return bool(tree(unpack_k(plain(key)), unpack_q(plain(query))))
-            except RaspError:
-                return False
         sides = tuple(", ".join(describe(n) for n in side) for side in (keys, queries))
         select = _named(rasp.Select(key_sop, query_sop, predicate), sel, **{SIDES: sides})
         return self._on_answers(select, sel)
@@ -525,23 +518,19 @@ class _Translator(ContinuousLowering):
             return self.as_encoding(nodes[0], CAT)
         return self.tuple_of(nodes)
 
-    def _predicate_tree(self, sel: g.Selector, keys: list[g.SOp],
-                        queries: list[g.SOp]) -> Callable[[tuple, tuple], bool]:
-        """(key tuple, query tuple) -> the selector's value, M[q][k] = keys[k] op queries[q]."""
+    def _predicate_tree(self, sel: g.Selector, keys: list[g.SOp], queries: list[g.SOp]) -> Any:
+        """(key tuple, query tuple) -> the selector's value, M[q][k] = keys[k] op queries[q],
+        as a tree of predicates.py nodes (pair by pair, or a whole table at once)."""
         if isinstance(sel, g.Select):
-            key = self._reader(sel.keys, keys)
-            query = self._reader(sel.queries, queries)
-            compare = atom_functions.atom_function(sel.op)  # raises as the interpreter's select does
-            return lambda k, q: compare(key(k), query(q))
+            # the interpreter's own comparison: it raises where the interpreter's select does
+            return predicates.Leaf(self._reader(sel.keys, keys), self._reader(sel.queries, queries),
+                                   atom_functions.atom_function(sel.op))
         if isinstance(sel, g.SelectorNot):
-            inner = self._predicate_tree(sel.operand, keys, queries)
-            return lambda k, q: not inner(k, q)
+            return predicates.Not(self._predicate_tree(sel.operand, keys, queries))
         assert isinstance(sel, g.SelectorPair)
-        left = self._predicate_tree(sel.left, keys, queries)
-        right = self._predicate_tree(sel.right, keys, queries)
-        if isinstance(sel, g.SelectorAnd):
-            return lambda k, q: left(k, q) and right(k, q)
-        return lambda k, q: left(k, q) or right(k, q)
+        pair = predicates.And if isinstance(sel, g.SelectorAnd) else predicates.Or
+        return pair(self._predicate_tree(sel.left, keys, queries),
+                    self._predicate_tree(sel.right, keys, queries))
 
     def _reader(self, side: g.SOp, found: list[g.SOp]) -> Callable[[tuple], Any]:
         value = self.constant(side)
