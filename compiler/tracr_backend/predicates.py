@@ -21,18 +21,27 @@ from .bases import plain
 Grid = tuple[np.ndarray, np.ndarray]  # (values, errors), both bool [query, key]
 
 
+# NumPy's elementwise form of each comparison, for sides that are plain numbers
+_OUTER = {"==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
+          "<=": np.less_equal, ">=": np.greater_equal}
+_EXACT_INT = 2 ** 53  # ints up to this convert to float64 exactly (Python compares exactly)
+
+
 class Leaf:
-    """compare(key side, query side) of one select."""
+    """compare(key side, query side) of one select (`op`, the select's comparison)."""
 
     def __init__(self, key: Callable[[tuple], Any], query: Callable[[tuple], Any],
-                 compare: Callable[[Any, Any], Any]):
-        self.key, self.query, self.compare = key, query, compare
+                 compare: Callable[[Any, Any], Any], op: str):
+        self.key, self.query, self.compare, self.op = key, query, compare, op
 
     def pair(self, k: tuple, q: tuple) -> Any:
         return self.compare(self.key(k), self.query(q))
 
     def grid(self, keys: Sequence[tuple], queries: Sequence[tuple]) -> Grid:
         key_values, query_values = _each(self.key, keys), _each(self.query, queries)
+        fast = self._numbers(key_values, query_values)
+        if fast is not None:
+            return fast
         values = np.zeros((len(queries), len(keys)), dtype=bool)
         errors = np.zeros_like(values)
         for i, (query_ok, q) in enumerate(query_values):
@@ -45,6 +54,22 @@ class Leaf:
                     pass
                 errors[i, j] = True
         return values, errors
+
+
+    def _numbers(self, key_values: list[tuple[bool, Any]],
+                 query_values: list[tuple[bool, Any]]) -> Grid | None:
+        """The grid by one NumPy comparison where every side value is defined and a plain
+        number that float64 holds exactly (no bools: False == 0 is Python's too, but a
+        bool is kept apart), as Python's operator compares them; else None."""
+        compare = _OUTER.get(self.op)
+        sides = [v for ok, v in key_values + query_values]
+        if compare is None or not all(ok for ok, _ in key_values + query_values) or not all(
+                type(v) is float or (type(v) is int and abs(v) <= _EXACT_INT) for v in sides):
+            return None
+        k = np.array([v for _, v in key_values], dtype=np.float64)
+        q = np.array([v for _, v in query_values], dtype=np.float64)
+        values = compare(k[None, :], q[:, None])  # M[q][k] = key op query
+        return values, np.zeros_like(values)
 
 
 class Not:

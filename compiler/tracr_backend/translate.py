@@ -41,8 +41,8 @@ from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSe
                     is_numeric_column, plain, typed)
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, LayerNormPick, NumericDomain,
-                         PolyMap, Region, SoftmaxPick, poly_bound, positions_coefficient, region_failure,
-                         terms_of, used_leaves)
+                         PolyMap, Region, SoftmaxPick, poly_bound, positions_coefficient,
+                         region_failure, terms_of, used_leaves)
 from .polynomial import Poly
 from .static import StaticValues
 
@@ -82,7 +82,7 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int =
 
 
 def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding | None = None,
-           part: str = "", **extra: Any) -> Any:
+           part: Any = "", **extra: Any) -> Any:  # Any: mypy cannot tell it from **extra
     """`expr` annotated with the node's name (plus `_part` for one of several expressions
     lowering one node: labels must be unique), span and encoding."""
     name = "".join(c if c.isalnum() else "_" for c in (node.name or type(node).__name__.lower()))
@@ -524,7 +524,7 @@ class _Translator(ContinuousLowering):
         if isinstance(sel, g.Select):
             # the interpreter's own comparison: it raises where the interpreter's select does
             return predicates.Leaf(self._reader(sel.keys, keys), self._reader(sel.queries, queries),
-                                   atom_functions.atom_function(sel.op))
+                                   atom_functions.atom_function(sel.op), sel.op)
         if isinstance(sel, g.SelectorNot):
             return predicates.Not(self._predicate_tree(sel.operand, keys, queries))
         assert isinstance(sel, g.SelectorPair)
