@@ -204,9 +204,8 @@ def refusal_text(line: str) -> str:
 
 def markdown_row(table: str, row: Row, cpu: float, summary: dict, error: str = "") -> str:
     place = f"{row.vocab} | {row.max_len}" if table == "classic" else f"{row.max_len}"
-    if "error" in summary:
-        blanks = " | " * 4
-        return f"| {row.label} | {place} | {summary['error']} |{blanks}{cpu:.1f} s | |"
+    if "error" in summary:  # the reason in the layers column, the other sizes empty
+        return f"| {row.label} | {place} | {summary['error']} | | | | {cpu:.1f} s | |"
     last = (f"{summary['validation']['mode']}, {summary['validation']['compared']:,} inputs"
             if table == "classic" else error)
     return (f"| {row.label} | {place} | {summary['layers']} | {summary['heads']} | "
