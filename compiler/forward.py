@@ -61,9 +61,23 @@ def _dense_numpy(flat: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def layer_norm(x: Array, norm: LayerNorm, xp: ModuleType = np) -> Array:
+    if norm.columns is not None:
+        return layer_norm_columns(x, norm, xp)
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     return (x - mean) / xp.sqrt(var + norm.eps) * norm.gain + norm.bias
+
+
+def layer_norm_columns(x: Array, norm: LayerNorm, xp: ModuleType = np) -> Array:
+    """x with the residual columns `norm.columns` replaced by their LayerNorm; the other
+    columns pass through unchanged (a new array: x is the residual stream itself)."""
+    columns = np.asarray(norm.columns)
+    normed = layer_norm(x[..., columns], replace(norm, columns=None), xp)
+    if xp is np:
+        out = x.copy()
+        out[..., columns] = normed
+        return out
+    return x.at[..., columns].set(normed)  # functional update (jax.numpy)
 
 
 def softmax_attention(q: Array, k: Array, scale: float, causal: bool,

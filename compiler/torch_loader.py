@@ -61,6 +61,12 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
     def norm(x: Any, ln: LayerNorm | None, params: Any) -> Any:
         if ln is None:
             return x
+        if ln.columns is not None:  # a LayerNorm of some residual columns (forward.py)
+            columns = list(ln.columns)
+            out = x.clone()
+            out[..., columns] = torch.nn.functional.layer_norm(
+                x[..., columns], (len(columns),), params["gain"], params["bias"], ln.eps)
+            return out
         return torch.nn.functional.layer_norm(x, x.shape[-1:], params["gain"], params["bias"],
                                               ln.eps)
 

@@ -197,9 +197,15 @@ def _refuse_token_ids(module: Any, args: Any) -> None:
 def _activation(weights: Transformer) -> str | None:
     """TransformerLens's act_fn for the model's MLPs, after the checks that it has one."""
     for index, block in enumerate(weights.layers):
+        if block.norm is not None and block.norm.columns is not None:
+            raise ExportError(f"block {index} has a LayerNorm of {len(block.norm.columns)} "
+                              "residual columns (a compiled RASP layer_norm); "
+                              "TransformerLens's LayerNorm normalises the whole residual "
+                              "stream, so it cannot compute this block")
         if block.norm is not None:
-            raise ExportError(f"block {index} has a LayerNorm: compiled models have none, "
-                              "and this export does not map LayerNorms")
+            raise ExportError(f"block {index} has a LayerNorm of the whole residual stream: "
+                              "compiled models have none, and this export does not map "
+                              "LayerNorms")
         if not block.residual:
             raise ExportError(f"block {index} has no residual connection (TransformerLens's "
                               "sublayers always add to the residual)")

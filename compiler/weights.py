@@ -6,7 +6,8 @@ A model is a frozen `Transformer` of float64 NumPy arrays:
   transformer's embedding E lives here), and/or `token_embed` (vocab x D) plus
   `pos_embed` (max_len x D) for token ids (tracr's token_embed and pos_embed);
 - `layers`: a tuple mixing `AttentionBlock` and `MLPBlock`. Each block has its own
-  `residual` flag (x + f(x) or f(x)) and an optional pre-`LayerNorm` (`norm`);
+  `residual` flag (x + f(x) or f(x)) and an optional pre-`LayerNorm` (`norm`), of the
+  whole residual stream or of some of its columns;
 - an `AttentionBlock` holds heads (W_Q, W_K: D x k; W_V: D x dv; W_O: dv x D, or None when
   the output projection is folded into W_V, dv = D) and its logit `scale`
   (scores = scale * (x W_Q)(x W_K)^T, softmax over keys);
@@ -148,17 +149,32 @@ def _expect(label: str, shape: tuple[int, ...], axis: int, size: int, what: str)
 
 @dataclass(frozen=True, eq=False)
 class LayerNorm:
+    """(x - mean) / sqrt(var + eps) * gain + bias over the residual stream's last axis; with
+    `columns`, over those residual columns only, the others passing through unchanged (a
+    LayerNorm of a subspace: a compiled RASP layer_norm normalises the few directions that
+    hold a gathered row)."""
+
     gain: np.ndarray
     bias: np.ndarray
     eps: float = 1e-5
+    columns: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         _coerce(self, "gain", "bias")
 
     def check(self, label: str, width: int) -> None:
+        size, what = width, "model width D"
+        if self.columns is not None:
+            columns = self.columns
+            if not columns or any(isinstance(c, bool) or not isinstance(c, int) for c in columns) \
+                    or list(columns) != sorted(set(columns)) or columns[0] < 0 \
+                    or columns[-1] >= width:
+                raise WeightsError(f"{label}.columns: expected increasing residual columns "
+                                   f"in 0..{width - 1}, got {list(columns)[:8]}")
+            size, what = len(columns), "the number of columns"
         for name in ("gain", "bias"):
             _array(getattr(self, name), f"{label}.{name}", 1)
-            _expect(f"{label}.{name}", getattr(self, name).shape, 0, width, "model width D")
+            _expect(f"{label}.{name}", getattr(self, name).shape, 0, size, what)
 
 
 @dataclass(frozen=True, eq=False)
@@ -360,8 +376,9 @@ def _flatten(model: Transformer) -> tuple[dict, dict[str, np.ndarray]]:
     def norm(name: str, ln: LayerNorm | None) -> Any:
         if ln is None:
             return None
-        return {"gain": put(f"{name}.gain", ln.gain), "bias": put(f"{name}.bias", ln.bias),
+        spec = {"gain": put(f"{name}.gain", ln.gain), "bias": put(f"{name}.bias", ln.bias),
                 "eps": ln.eps}
+        return spec if ln.columns is None else {**spec, "columns": list(ln.columns)}
 
     layers = []
     for index, block in enumerate(model.layers):
@@ -416,8 +433,9 @@ def _unflatten(header: dict, arrays: dict[str, np.ndarray]) -> Transformer:
     def norm(name: str, spec: Any) -> LayerNorm | None:
         if spec is None:
             return None
+        columns = tuple(spec["columns"]) if "columns" in spec else None
         return LayerNorm(get(f"{name}.gain", spec["gain"]), get(f"{name}.bias", spec["bias"]),
-                         spec["eps"])
+                         spec["eps"], columns)
 
     layers: list[Block] = []
     for index, entry in enumerate(header["layers"]):

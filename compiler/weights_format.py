@@ -153,7 +153,8 @@ def array_spec(value: Any, path: str) -> None:
         raise _fail(path, 'an array: {"dense": [sizes]} or {"sparse": [rows, cols]}', value)
 
 
-_NORM = nullable(record({"gain": array_spec, "bias": array_spec, "eps": number(positive=True)}))
+_NORM = nullable(record({"gain": array_spec, "bias": array_spec, "eps": number(positive=True)},
+                        {"columns": list_of(integer(), min_length=1)}))
 _COMMON_BLOCK = {"residual": boolean, "norm": _NORM}
 _HEAD = record({"w_q": array_spec, "w_k": array_spec, "w_v": array_spec,
                 "w_o": nullable(array_spec)})

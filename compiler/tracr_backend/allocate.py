@@ -18,6 +18,8 @@ import networkx as nx
 from tracr.compiler import nodes
 from tracr.craft import bases, transformers
 
+from .blocks import NormedMLP
+
 
 def _kind(block: object) -> str:
     if isinstance(block, transformers.MLP):
@@ -43,6 +45,10 @@ def allocate(graph: nx.DiGraph) -> tuple[transformers.SeriesWithResiduals, list[
         slot = ready + 1
         if (slot % 2 == 1) != (kind == "mlp"):  # attention and pairs start on even slots
             slot += 1
+        # one LayerNorm per MLP block: a second normalised MLP takes the next MLP slot
+        while isinstance(block, NormedMLP) and any(isinstance(b, NormedMLP)
+                                                   for b in by_slot[slot]):
+            slot += 2
         if kind == "pair":
             attention, mlp = block.blocks
             by_slot[slot].append(attention)
@@ -62,5 +68,16 @@ def allocate(graph: nx.DiGraph) -> tuple[transformers.SeriesWithResiduals, list[
         if slot % 2 == 0:
             layers.append(transformers.MultiAttentionHead(by_slot[slot]))
         else:
-            layers.append(transformers.MLP.combine_in_parallel(by_slot[slot]))
+            layers.append(_combined(by_slot[slot]))
     return transformers.SeriesWithResiduals(layers), [sources[slot] for slot in sorted(by_slot)]
+
+
+def _combined(mlps: list[transformers.MLP]) -> transformers.MLP:
+    """The slot's MLPs in parallel, keeping the LayerNorm of its (one) NormedMLP: no other
+    MLP reads the directions it normalises (a row gathered for that LayerNorm only)."""
+    combined = transformers.MLP.combine_in_parallel(mlps)
+    normed = [b for b in mlps if isinstance(b, NormedMLP)]
+    if not normed:
+        return combined
+    return NormedMLP(combined.fst, combined.snd, combined.residual_space,
+                     normalised=normed[0].normalised, eps=normed[0].eps)

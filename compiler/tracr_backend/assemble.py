@@ -21,10 +21,10 @@ from tracr.compiler import assemble as tracr_assemble
 from tracr.craft import bases, transformers
 from tracr.transformer import encoder
 
-from ..weights import (AttentionBlock, AttentionHead, InputEncoder, MLPBlock, OutputEncoder,
-                       Transformer)
+from ..weights import (AttentionBlock, AttentionHead, InputEncoder, LayerNorm, MLPBlock,
+                       OutputEncoder, Transformer)
 from .bases import plain
-from .blocks import REGLU
+from .blocks import REGLU, NormedMLP
 from .pipeline import BOS, PAD, Compiled
 
 
@@ -47,6 +47,20 @@ def _projection(space: bases.VectorSpaceWithBasis,
     return matrix
 
 
+def _read(space: bases.VectorSpaceWithBasis, residual: bases.VectorSpaceWithBasis,
+          matrix: np.ndarray) -> np.ndarray:
+    """_projection(space, residual) @ matrix, by placing each row of `matrix` at its
+    direction's residual row: the same numbers (the projection selects), without a dense
+    (D x |space|) product per block."""
+    out = np.zeros((residual.num_dims, matrix.shape[1]))
+    index = residual.index_by_direction
+    rows = [(index[d], i) for i, d in enumerate(space.basis) if d in index]
+    if rows:
+        targets, sources = zip(*rows)
+        out[list(targets)] = matrix[list(sources)]
+    return out
+
+
 def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
     residual = residual_space(compiled)
     layers: list[Any] = []
@@ -57,9 +71,9 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
             heads = []
             for head in block.as_multi().heads():
                 heads.append(AttentionHead(
-                    w_q=_projection(head.w_qk.left_space, residual) @ head.w_qk.matrix,
+                    w_q=_read(head.w_qk.left_space, residual, head.w_qk.matrix),
                     w_k=_projection(head.w_qk.right_space, residual),
-                    w_v=_projection(head.w_ov.input_space, residual) @ head.w_ov.matrix,
+                    w_v=_read(head.w_ov.input_space, residual, head.w_ov.matrix),
                     w_o=np.ascontiguousarray(_projection(head.w_ov.output_space, residual).T)))
             layers.append(AttentionBlock(tuple(heads), scale=1.0))
     tokens = compiled.tokens_space
@@ -104,8 +118,8 @@ def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBl
     A gated unit (blocks.reglu_mlp) is a pair of hidden directions, "act" and "gate": the
     pair becomes one unit relu(x W1) * (x W_gate). If the layer has any, its plain ReLU
     units get the gate `one` (1 at every position), which leaves them unchanged."""
-    w1 = _projection(block.fst.input_space, residual) @ block.fst.matrix
-    w2 = block.snd.matrix @ _projection(block.snd.output_space, residual).T
+    w1 = _read(block.fst.input_space, residual, block.fst.matrix)
+    w2 = _read(block.snd.output_space, residual, block.snd.matrix.T).T
     hidden = block.fst.output_space
     gate_of = {d: hidden.index_by_direction[bases.BasisDirection(d.name, (d.value[0], "gate"))]
                for d in hidden.basis if d.name.startswith(REGLU) and d.value[1] == "act"}
@@ -115,8 +129,10 @@ def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBl
     # sequence map whose output is 0) are dropped; relu(.) * 0 adds exactly 0, so the
     # output is unchanged and dyck1's 786-unit MLP keeps 10 units.
     live = [i for i in units if np.any(w2[i] != 0)]
+    norm = _layer_norm(block, residual)
     if not gate_of:
-        return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims))
+        return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims),
+                        norm=norm)
     def gate(i: int) -> np.ndarray:
         if hidden.basis[i] in gate_of:
             return w1[:, gate_of[hidden.basis[i]]]
@@ -126,7 +142,16 @@ def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBl
     gates = (np.stack([gate(i) for i in live], axis=1) if live
              else np.zeros((residual.num_dims, 0)))
     return MLPBlock(w1[:, live], np.zeros(len(live)), w2[live], np.zeros(residual.num_dims),
-                    w_gate=np.ascontiguousarray(gates), b_gate=np.zeros(len(live)))
+                    norm=norm, w_gate=np.ascontiguousarray(gates), b_gate=np.zeros(len(live)))
+
+
+def _layer_norm(block: transformers.MLP, residual: bases.VectorSpaceWithBasis
+                ) -> LayerNorm | None:
+    """A NormedMLP's LayerNorm of its residual columns (gain 1, bias 0), else None."""
+    if not isinstance(block, NormedMLP):
+        return None
+    columns = tuple(sorted(residual.index_by_direction[d] for d in block.normalised))
+    return LayerNorm(np.ones(len(columns)), np.zeros(len(columns)), block.eps, columns)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ SIGNED = "rasp_sim_signed"    # a categorical -> numerical map built by blocks.s
 SCALE = "rasp_sim_scale"      # a sum's fixed selector width k: the head's values times k
 VALUE_MAP = "rasp_sim_value_map"  # an aggregate's f: it averages f(x) of its s-op x's values
 SIDES = "rasp_sim_sides"      # a select's (keys, queries): what each side reads, for messages
+SUM = "rasp_sim_sum"          # a sum lowered as width x mean: (its mean head, its default)
 
 
 @dataclass(frozen=True)
@@ -139,15 +140,16 @@ class ValueSets:
                                   f"entries, above the limit {MAX_TABLE}", _span(expr))
             return self._images(expr, expr.f, [expr.fst, expr.snd])
         if isinstance(expr, rasp.Aggregate):
-            if VALUE_MAP in expr.annotations:
-                values, aliases = self._images(expr, expr.annotations[VALUE_MAP], [expr.sop])
-            else:
-                values, aliases = set(self.of(expr.sop)), dict(self.aliases[expr.sop.label])
+            values, aliases = self._averaged(expr)
             default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
                 return values | ({typed(default)} if default is not None else set()), aliases
             return self._means(expr, _with_members(values, aliases),
                                0 if default is None else default), {}
+        if SUM in expr.annotations:  # width x mean (translate.py): the sums themselves
+            mean, default = expr.annotations[SUM]
+            return self._means(expr, _with_members(*self._averaged(mean)), default,
+                               summed=True), {}
         raise Unsupported(_name(expr), "has no value-set rule", _span(expr))
 
     def _images(self, expr: rasp.SOp, f: Callable[..., Any], operands: list[rasp.SOp]
@@ -214,10 +216,17 @@ class ValueSets:
                     raise Unsupported(_name(expr), _depends(value, member, "so it outputs "
                                       "one of them for both"), _span(expr))
 
-    def _means(self, expr: rasp.Aggregate, values: set, default: Any) -> set:
-        """All means of 1..max_len selected values, and the empty row's default, as
-        rasp-sim computes them: sum(selected) * 1.0 / width (a bool adds as 0 or 1; one
-        selected value is itself, a bool kept as a Flag, apart from the 0 or 1 it equals)."""
+    def _averaged(self, expr: rasp.Aggregate) -> tuple[set, dict[Any, frozenset]]:
+        """The values a head reads at its keys (through its value table, if folded)."""
+        if VALUE_MAP in expr.annotations:
+            return self._images(expr, expr.annotations[VALUE_MAP], [expr.sop])
+        return set(self.of(expr.sop)), dict(self.aliases[expr.sop.label])
+
+    def _means(self, expr: rasp.SOp, values: set, default: Any, summed: bool = False) -> set:
+        """All means (or, `summed`, sums) of 1..max_len selected values, and the empty
+        row's default, as rasp-sim computes them: sum(selected) * 1.0 / width (a bool adds
+        as 0 or 1; one selected value is itself, a bool kept as a Flag, apart from the 0 or
+        1 it equals)."""
         values = {plain(v) for v in values}
         out: set = {default}
         sums: set = {0}
@@ -229,7 +238,10 @@ class ValueSets:
                                   "mean is a table over its values (means, sums, + and - "
                                   "of it, and the output, need none)", _span(expr))
             sums = {s + v for s in sums for v in values}
-            out |= {s * 1.0 / width for s in sums} if width > 1 else {typed(v) for v in values}
+            if width == 1:
+                out |= {typed(v) for v in values}
+            else:
+                out |= sums if summed else {s * 1.0 / width for s in sums}
         return out
 
 

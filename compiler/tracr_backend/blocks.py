@@ -25,12 +25,14 @@ block write at BOS, and each gets its fix here:
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
 from tracr.craft import bases, transformers, vectorspace_fns
 
 from .bases import typed
+from .predicates import predicate_table
 
 # The coldness of rasp-sim's heads: selected keys get this logit, BOS half of it, the others
 # 0. tracr uses 100, which leaves weight e^-50 on BOS and e^-100 on every other key: a
@@ -68,12 +70,13 @@ def _qk_with_bos(query_space: bases.VectorSpaceWithBasis, key_space: bases.Vecto
     queries = bases.join_vector_spaces(query_space, bases.VectorSpaceWithBasis([one_direction]))
     keys = bases.join_vector_spaces(key_space, bases.VectorSpaceWithBasis([bos_direction]))
     qk = np.zeros((queries.num_dims, keys.num_dims))
-    for i, q in enumerate(queries.basis):
-        for j, k in enumerate(keys.basis):
-            if q == one_direction and k == bos_direction:
-                qk[i, j] = 0.5 * SOFTMAX_COLDNESS
-            elif q in query_space and k in key_space:
-                qk[i, j] = SOFTMAX_COLDNESS * bool(predicate(k.value, q.value))
+    rows = [queries.index_by_direction[q] for q in query_space.basis]
+    columns = [keys.index_by_direction[k] for k in key_space.basis]
+    selected = predicate_table(predicate, [k.value for k in key_space.basis],
+                               [q.value for q in query_space.basis])
+    qk[np.ix_(rows, columns)] = SOFTMAX_COLDNESS * selected
+    qk[queries.index_by_direction[one_direction], keys.index_by_direction[bos_direction]] = \
+        0.5 * SOFTMAX_COLDNESS
     return vectorspace_fns.ScalarBilinear(queries, keys, qk)
 
 
@@ -193,6 +196,32 @@ def reglu_mlp(units: list[tuple[dict, dict]], output_space: bases.VectorSpaceWit
                             vectorspace_fns.Linear(hidden, output_space, second))
 
 
+@dataclasses.dataclass
+class NormedMLP(transformers.MLP):
+    """A craft MLP whose input is first normalised over the directions `normalised` by a
+    LayerNorm (gain 1, bias 0, `eps`), the other directions passing through: the weight
+    format's MLP block with a LayerNorm of those residual columns (assemble.py). Only
+    rasp-sim's allocation and assembler know it; two in one layer are never combined."""
+
+    normalised: tuple[bases.BasisDirection, ...] = ()
+    eps: float = 1e-5
+
+
+def layer_norm_pick(row: list[bases.BasisDirection], slots: dict[int, int],
+                    indices_label: str, output_space: bases.VectorSpaceWithBasis, eps: float,
+                    label: str) -> NormedMLP:
+    """LayerNorm of the gathered row (the directions `row`, slot j holding the row's j-th
+    value), then the query's own entry n_slot: units relu(+-n_j) gated by +-[index is in
+    slot j] (a readout of the indices one-hot, 0 at BOS and where no row is used)."""
+    units: list[tuple[dict, dict]] = []
+    for j, direction in enumerate(row):
+        gate = {bases.BasisDirection(indices_label, q): 1.0 for q, s in slots.items() if s == j}
+        if gate:
+            units += [({direction: 1.0}, gate), ({direction: -1.0}, {d: -1.0 for d in gate})]
+    mlp = reglu_mlp(units, output_space, label)
+    return NormedMLP(mlp.fst, mlp.snd, normalised=tuple(row), eps=eps)
+
+
 def softmax_pick(score: bases.BasisDirection, query_space: bases.VectorSpaceWithBasis,
                  key_space: bases.VectorSpaceWithBasis, predicate: Callable[[Any, Any], bool],
                  indices_space: bases.VectorSpaceWithBasis, output_space: bases.VectorSpaceWithBasis,
@@ -213,10 +242,11 @@ def softmax_pick(score: bases.BasisDirection, query_space: bases.VectorSpaceWith
     one, index = queries.index_by_direction[one_direction], keys.index_by_direction
     qk[one, index[score]] = 1.0
     qk[one, index[bos_direction]] = -margin / 2
-    for i, q in enumerate(queries.basis):
-        for k in key_space.basis:
-            if q in query_space and not predicate(k.value, q.value):
-                qk[i, index[k]] = -margin
+    rows = [queries.index_by_direction[q] for q in query_space.basis]
+    columns = [index[k] for k in key_space.basis]
+    selected = predicate_table(predicate, [k.value for k in key_space.basis],
+                               [q.value for q in query_space.basis])
+    qk[np.ix_(rows, columns)] = np.where(selected, qk[np.ix_(rows, columns)], -margin)
     weights_name = f"_softmax_{label}"
     weights = bases.VectorSpaceWithBasis([bases.BasisDirection(weights_name, d.value)
                                           for d in indices_space.basis])

@@ -8,9 +8,9 @@ set, so it is lowered without lookup tables:
   to the non-map s-ops they are computed from, its "bases"), maps used only inside the
   region are fused into it while the result stays of degree <= 2;
 - an aggregate of a continuous value is a numerical head (a mean); a `sum` is a mean whose
-  value is scaled by the selector's width, which must be known at compile time: the
-  selector must not depend on the tokens, and every query must select either nothing or the
-  same number k of keys on every input length of the domain (static.py checks that);
+  value is scaled by the selector's width where that is one number k known at compile
+  time (every query selects nothing or k keys on every input length, static.py checks
+  that), else selector width x mean (translate.py);
 - `exp(a) / sum(sel, exp(a))` is a softmax: an attention head whose score is a (computed
   by the region of `a`) over the keys `sel` selects, whose values are the keys' positions,
   followed by a ReGLU MLP that picks the weight of the query's own position. It needs every
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeGuard, cast
 
 import numpy as np
@@ -37,6 +37,7 @@ from rasp_sim.errors import RaspError
 from .atoms import NOT_CONSTANT, atom_function
 from .bases import ValueSets, plain, typed
 from .checks import MAX_TABLE, Unsupported, describe
+from .patterns import LayerNormParts, layer_norm_of
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
 
@@ -69,6 +70,7 @@ class Region:
     values: list[Any]                  # the region's value per assignment (Poly, ...)
     leaves: dict[Any, g.SOp]           # leaf key -> the s-op it stands for
     softmax: dict[Any, tuple[g.Aggregate, g.SOp]]  # softmax leaf key -> (sum, score)
+    layer_norm: dict[Any, LayerNormParts] = field(default_factory=dict)  # its leaf key -> parts
 
 
 class PolyMap(rasp.SOp):
@@ -102,6 +104,25 @@ class SoftmaxPick(rasp.SOp):
     @property
     def children(self) -> Sequence[rasp.RASPExpr]:
         return [self.score, self.select.keys, self.select.queries, rasp.indices]
+
+    def __call__(self, xs: Any) -> Any:
+        raise NotImplementedError("evaluated by rasp-sim's interpreter, not tracr's")
+
+
+class LayerNormPick(rasp.SOp):
+    """The query's own entry of LayerNorm(its row): the row's values gathered into
+    `gathers` (one head each, slot j holding the row's j-th key), normalised by a LayerNorm
+    block over those directions, and slot `slots[index]` picked (blocks.layer_norm_pick)."""
+
+    def __init__(self, gathers: list[rasp.SOp], slots: dict[int, int], eps: float):
+        super().__init__()
+        self.gathers = gathers
+        self.slots = slots  # query index -> the query's slot in its row
+        self.eps = eps
+
+    @property
+    def children(self) -> Sequence[rasp.RASPExpr]:
+        return [*self.gathers, rasp.indices]
 
     def __call__(self, xs: Any) -> Any:
         raise NotImplementedError("evaluated by rasp-sim's interpreter, not tracr's")
@@ -260,6 +281,10 @@ class ContinuousLowering:
                     value = fn(*[env[id(b)] for b in bases])
                 except RaspError:  # the program fails here: the model is free
                     value = UNDEFINED
+        elif id(node) in inside and layer_norm_of(node) is not None:
+            key = ("layer_norm", id(node))
+            region.layer_norm[key] = cast(LayerNormParts, layer_norm_of(node))
+            value = Poly.atom(("leaf", key))
         elif id(node) in inside:
             assert isinstance(node, g.Map)  # a region's inside holds its maps only
             args = [self._value(x, inside, env, memo, region) for x in node.inputs]
@@ -311,7 +336,8 @@ class ContinuousLowering:
             numbers = [abs(float(v)) for v in values if isinstance(v, (int, float))]
             return max(numbers, default=0.0)
         if isinstance(node, g.Aggregate):
-            scale = self.sum_width(node) if node.reduction == "sum" else 1
+            scale = 1 if node.reduction == "mean" else \
+                self.fixed_sum_width(node) or self.value_sets.max_len
             default = abs(float(node.default)) if isinstance(node.default, (int, float)) else 0.0
             return max(self.bound(node.values) * scale, default)
         assert isinstance(node, g.Map)  # the other continuous s-ops are handled above
@@ -320,24 +346,23 @@ class ContinuousLowering:
                     for v in region.values if isinstance(v, Poly)), default=0.0)
 
     def _leaf_bound(self, region: Region, key: Any) -> float:
+        if key in region.layer_norm:  # a normalised row of at most max_len values
+            return math.sqrt(self.value_sets.max_len)
         return 1.0 if key in region.softmax else self.bound(region.leaves[key])
 
     # -- sums
-    def sum_width(self, node: g.Aggregate) -> int:
-        """The k with which every query selects 0 or k keys on every length, if any."""
+    def fixed_sum_width(self, node: g.Aggregate) -> int | None:
+        """The k with which every query selects 0 or k keys on every length, or None where
+        the width is not one number known at compile time (the selector reads the tokens,
+        or widths differ by query or length): such a sum is width x mean (translate.py)."""
         if self.static is None or not self.static.is_static(node.selector):
-            raise Unsupported(describe(node), "sums over a selector that depends on the "
-                              "tokens: its width is not known at compile time (a sum is "
-                              "compiled as k x mean for a fixed width k)", node.span)
+            return None
         widths = set()
         for matrix in self.static.matrices(node.selector):
             widths |= set(matrix.sum(axis=1).tolist())
         widths.discard(0)
         if len(widths) > 1:
-            raise Unsupported(describe(node), f"sums over {sorted(widths)} keys depending on "
-                              "the query or the length; a sum is compiled as k x mean for a "
-                              "fixed width k (set --min-len to the length the program needs)",
-                              node.span)
+            return None
         return widths.pop() if widths else 1
 
 

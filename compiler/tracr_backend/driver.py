@@ -237,14 +237,17 @@ def layer_count(compiled: Compiled) -> int:
 
 
 def size(weights: Transformer) -> dict[str, int]:
-    """Heads, blocks, residual width and (dense) parameter count of compiled weights."""
+    """Heads, blocks, residual width and (dense) parameter count of compiled weights:
+    every array, gates, LayerNorms and the input projection included."""
     attention = [b for b in weights.layers if isinstance(b, AttentionBlock)]
-    arrays = [weights.unembed, weights.token_embed, weights.pos_embed]
+    arrays = [weights.unembed, weights.token_embed, weights.pos_embed, weights.input_proj]
     for block in weights.layers:
         if isinstance(block, AttentionBlock):
             arrays += [a for h in block.heads for a in (h.w_q, h.w_k, h.w_v, h.w_o)]
         else:
-            arrays += [block.w1, block.b1, block.w2, block.b2]
+            arrays += [block.w1, block.b1, block.w2, block.b2, block.w_gate, block.b_gate]
+        if block.norm is not None:
+            arrays += [block.norm.gain, block.norm.bias]
     return {"heads": sum(len(b.heads) for b in attention),
             "attention_blocks": len(attention),
             "mlp_blocks": len(weights.layers) - len(attention),

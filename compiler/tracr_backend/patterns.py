@@ -1,6 +1,7 @@
-"""Recognising the standard library's `length` and `selector_width` in the s-op graph.
+"""Recognising library patterns in the s-op graph: the standard library's `length` and
+`selector_width`, and the library's `layer_norm` quotient (lowered to a LayerNorm block).
 
-rasp-sim defines both in RASP (LANGUAGE.md 5.2, 6.6) with the BOS-less position-0 trick:
+rasp-sim defines the first two in RASP (LANGUAGE.md 5.2, 6.6) with the BOS-less position-0 trick:
 `length = round(1 / aggregate(full_s, indicator(indices == 0)))` and
 `selector_width(sel) = round((1 / aggregate(sel or key0, indicator(indices == 0)) - 1)
 + aggregate(sel and key0, 1, 0))` with `key0 = select(indices, 0, ==)`. Compiled as written that
@@ -10,6 +11,8 @@ The value is the same on every input (validation re-checks it against the interp
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from rasp_sim import graph as g
@@ -86,3 +89,39 @@ def _selector_width(node: g.SOp) -> g.Selector | None:
     if (_is_key0(key0) and had.selector.left is sel and _is_key0(had.selector.right)):
         return sel
     return None
+
+
+@dataclass(frozen=True)
+class LayerNormParts:
+    """`(z - mean(sel, z)) / sqrt(mean(sel, dev * dev) + eps)`, dev the numerator."""
+
+    values: g.SOp       # z
+    selector: g.Selector
+    eps: float
+
+
+def layer_norm_of(node: g.SOp) -> LayerNormParts | None:
+    """The parts of the library's layer_norm quotient (programs/attention.rasp), if `node`
+    is one: dev / sqrt(var + eps) with dev = z - mu, mu = aggregate(sel, z, 0) and
+    var = aggregate(sel, dev * dev, 0) over the same selector."""
+    if not _map(node, "/", 2):
+        return None
+    dev, root = node.inputs
+    if not (_map(dev, "-", 2) and _map(root, "sqrt", 1) and _map(root.inputs[0], "+", 2)):
+        return None
+    z, mu = dev.inputs
+    var, eps = root.inputs[0].inputs
+    if isinstance(var, g.Full):
+        var, eps = eps, var
+    if not (_mean(mu) and _mean(var) and var.selector is mu.selector and mu.values is z
+            and _map(var.values, "*", 2) and all(x is dev for x in var.values.inputs)):
+        return None
+    if not (isinstance(eps, g.Full) and isinstance(eps.value, (int, float))
+            and not isinstance(eps.value, bool) and 0 < eps.value < math.inf):
+        return None
+    return LayerNormParts(z, mu.selector, float(eps.value))
+
+
+def _mean(node: g.Node) -> TypeGuard[g.Aggregate]:
+    return (isinstance(node, g.Aggregate) and node.reduction == "mean" and node.default == 0
+            and type(node.default) is not bool)

@@ -35,14 +35,14 @@ from rasp_sim import atom_functions
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
-from . import patterns
+from . import patterns, predicates
 from .atoms import NOT_CONSTANT, atom_function, total
-from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, VALUE_MAP, ValueSets, is_numeric_column,
-                    plain, typed)
+from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
+                    is_numeric_column, plain, typed)
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
-from .continuous import (MASK_MARGIN, ContinuousLowering, NumericDomain, PolyMap, Region,
-                         SoftmaxPick, poly_bound, positions_coefficient, region_failure,
-                         terms_of, used_leaves)
+from .continuous import (MASK_MARGIN, ContinuousLowering, LayerNormPick, NumericDomain,
+                         PolyMap, Region, SoftmaxPick, poly_bound, positions_coefficient,
+                         region_failure, terms_of, used_leaves)
 from .polynomial import Poly
 from .static import StaticValues
 
@@ -82,8 +82,11 @@ def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int =
 
 
 def _named(expr: rasp.SOp | rasp.Select, node: g.Node, encoding: rasp.Encoding | None = None,
-           **extra: Any) -> Any:
+           part: Any = "", **extra: Any) -> Any:  # Any: mypy cannot tell it from **extra
+    """`expr` annotated with the node's name (plus `_part` for one of several expressions
+    lowering one node: labels must be unique), span and encoding."""
     name = "".join(c if c.isalnum() else "_" for c in (node.name or type(node).__name__.lower()))
+    name += f"_{part}" if part else ""
     annotations: dict[str, Any] = {"name": name, SPAN: node.span, **extra}
     if encoding is not None:
         annotations["encoding"] = encoding
@@ -104,6 +107,8 @@ class _Translator(ContinuousLowering):
         self.consumers = consumers  # how many nodes use each node (fusion needs exactly 1)
         self.memo: dict[int, rasp.SOp] = {}
         self.softmax_picks: dict[int, rasp.SOp] = {}  # id of the softmax's sum -> its head
+        self.layer_norm_picks: dict[tuple, rasp.SOp] = {}  # (quotient id, rows) -> its pick
+        self.answer_maps: list[rasp.SOp] = []  # selects keyed on answers (_on_answers)
         self.converted: dict[tuple[int, rasp.Encoding], rasp.SOp] = {}
         self.tuples: dict[tuple[int, ...], rasp.SOp] = {}
         self.selectors: dict[int, rasp.Select] = {}
@@ -320,6 +325,7 @@ class _Translator(ContinuousLowering):
             if key in region.softmax:
                 self._check_softmax_use(region, terms, key)
         leaves = {key: (self._softmax(region.softmax[key]) if key in region.softmax
+                        else self._layer_norm(region, terms, key) if key in region.layer_norm
                         else self.sop(region.leaves[key])) for key in used}
         return _named(self._poly_expr(region, terms, leaves), node, NUM)
 
@@ -360,6 +366,51 @@ class _Translator(ContinuousLowering):
                 SoftmaxPick(expr, select, 2 * bound + MASK_MARGIN), total, NUM)
         return self.softmax_picks[id(total)]
 
+    def _layer_norm(self, region: Region, terms: list, key: Any) -> rasp.SOp:
+        """LayerNorm(z over the row of keys the selector gives the query), at the query's
+        own key: the row gathered by one head per slot, a LayerNorm block over those
+        directions and a pick by the query's slot (continuous.LayerNormPick). A row must be
+        a class: every query using the value selects itself and keys that select exactly
+        the same keys, the same keys at every length, and all rows have one size."""
+        parts = region.layer_norm[key]
+        where = positions_coefficient(region, terms, key, self.static)
+        if where is None or not self.static.is_static(parts.selector):
+            raise Unsupported(describe(parts.selector), "is a layer_norm's row selector whose "
+                              "selector or use depends on the tokens; the compiler must know "
+                              "every query's row", parts.selector.span)
+        rows: dict[int, tuple[int, ...]] = {}
+        for n, used, matrix in zip(self.static.lengths, where,
+                                   self.static.matrices(parts.selector)):
+            for q in np.flatnonzero(used).tolist():
+                row = tuple(np.flatnonzero(matrix[q]).tolist())
+                if q not in row or any((matrix[k] != matrix[q]).any() for k in row):
+                    raise Unsupported(describe(parts.selector), f"is a layer_norm's row "
+                                      f"selector, but at length {n} query {q}'s keys do not "
+                                      "all select the same keys, itself included (a row must "
+                                      "be a class of positions)", parts.selector.span)
+                if rows.setdefault(q, row) != row:
+                    raise Unsupported(describe(parts.selector), f"is a layer_norm's row "
+                                      f"selector whose row for query {q} changes with the "
+                                      "length; a compiled model gathers one row per query",
+                                      parts.selector.span)
+        sizes = sorted({len(row) for row in rows.values()})
+        if len(sizes) > 1:
+            raise Unsupported(describe(parts.selector), f"is a layer_norm's row selector with "
+                              f"rows of {sizes} keys; a LayerNorm block normalises rows of "
+                              "one size", parts.selector.span)
+        memo_key = (key[1], tuple(sorted(rows.items())))
+        if memo_key not in self.layer_norm_picks:
+            values = self.sop(parts.values)
+            width = sizes[0] if sizes else 1
+            gathers = [_named(rasp.Aggregate(rasp.Select(rasp.indices, rasp.indices, _slot_key(
+                rows, j)), values, default=0), parts.values, NUM,
+                part=f"row{j}_{len(self.layer_norm_picks)}") for j in range(width)]
+            slots = {q: row.index(q) for q, row in rows.items()}
+            self.layer_norm_picks[memo_key] = _named(
+                LayerNormPick(gathers, slots, parts.eps), parts.values, NUM,
+                part=f"layer_norm_{len(self.layer_norm_picks)}")
+        return self.layer_norm_picks[memo_key]
+
     def _score(self, score: g.SOp, sel: g.Selector) -> tuple[rasp.SOp, float]:
         """The softmax's score as an s-op, without shifts constant over each selection."""
         if not isinstance(score, g.Map):
@@ -374,7 +425,7 @@ class _Translator(ContinuousLowering):
                 if not any(a == ("leaf", key) for a in m for key in shifts)]
         leaves = {key: self.sop(region.leaves[key]) for key in used_leaves(kept)}
         polys = [Poly({m: c[i] for m, c in kept if i in c}) for i in range(len(region.values))]
-        bound = max((poly_bound(p, lambda k: self.bound(region.leaves[k])) for p in polys),
+        bound = max((poly_bound(p, lambda k: self._leaf_bound(region, k)) for p in polys),
                     default=0.0)
         return _named(self._poly_expr(region, kept, leaves), score, NUM), bound
 
@@ -421,19 +472,44 @@ class _Translator(ContinuousLowering):
                     for node in self._folded(side)[0]:
                         if all(node is not s for s in found):
                             found.append(node)
-        tree = self._predicate_tree(sel, keys, queries)
+        predicate = predicates.Predicate(self._predicate_tree(sel, keys, queries),
+                                         len(keys) > 1, len(queries) > 1)
         key_sop = self._side(keys)
         query_sop = self._side(queries)
-        unpack_k = (lambda k: k) if len(keys) > 1 else (lambda k: (k,))
-        unpack_q = (lambda q: q) if len(queries) > 1 else (lambda q: (q,))
-
-        def predicate(key: Any, query: Any) -> bool:
-            try:
-                return bool(tree(unpack_k(plain(key)), unpack_q(plain(query))))
-            except RaspError:
-                return False
         sides = tuple(", ".join(describe(n) for n in side) for side in (keys, queries))
-        return _named(rasp.Select(key_sop, query_sop, predicate), sel, **{SIDES: sides})
+        select = _named(rasp.Select(key_sop, query_sop, predicate), sel, **{SIDES: sides})
+        return self._on_answers(select, sel)
+
+    def _on_answers(self, select: rasp.Select, sel: g.Selector) -> rasp.Select:
+        """A select whose keys are a numerical s-op made categorical (a discretising MLP
+        with one output direction per value: a mean of means has hundreds) and whose
+        queries take few values keys on the answers instead: the tuple of the predicate's
+        answers against each query value, a map of the same numerical s-op (one MLP in
+        the same sublayer, a few directions). The same for numerical queries against few
+        key values. The select is checked on the merged values first (check_select): the
+        answers of a stored value then stand for every member's."""
+        for side in ("keys", "queries"):
+            converted = getattr(select, side)
+            other = select.queries if side == "keys" else select.keys
+            if not (isinstance(converted, rasp.Map) and rasp.is_numerical(converted.inner)):
+                continue
+            others = sorted(self.value_sets.of(other), key=repr)
+            if 4 * len(others) >= len(self.value_sets.of(converted)):
+                continue
+            self.value_sets.check_select(select)
+            answers = _named(rasp.Map(_asker(select.predicate, converted.f, others,
+                                             side == "keys"), converted.inner, simplify=False),
+                             sel, CAT,
+                             part=f"answers{len(self.answer_maps)}")
+            self.answer_maps.append(answers)
+            position = {value: i for i, value in enumerate(others)}
+            if side == "keys":
+                select = _named(rasp.Select(answers, other, lambda a, q: a[position[q]]), sel,
+                                **{SIDES: select.annotations[SIDES]})
+            else:
+                select = _named(rasp.Select(other, answers, lambda k, a: a[position[k]]), sel,
+                                **{SIDES: select.annotations[SIDES]})
+        return select
 
     def _side(self, nodes: list[g.SOp]) -> rasp.SOp:
         if not nodes:  # the predicate ignores this side: any categorical s-op will do
@@ -442,23 +518,19 @@ class _Translator(ContinuousLowering):
             return self.as_encoding(nodes[0], CAT)
         return self.tuple_of(nodes)
 
-    def _predicate_tree(self, sel: g.Selector, keys: list[g.SOp],
-                        queries: list[g.SOp]) -> Callable[[tuple, tuple], bool]:
-        """(key tuple, query tuple) -> the selector's value, M[q][k] = keys[k] op queries[q]."""
+    def _predicate_tree(self, sel: g.Selector, keys: list[g.SOp], queries: list[g.SOp]) -> Any:
+        """(key tuple, query tuple) -> the selector's value, M[q][k] = keys[k] op queries[q],
+        as a tree of predicates.py nodes (pair by pair, or a whole table at once)."""
         if isinstance(sel, g.Select):
-            key = self._reader(sel.keys, keys)
-            query = self._reader(sel.queries, queries)
-            compare = atom_functions.atom_function(sel.op)  # raises as the interpreter's select does
-            return lambda k, q: compare(key(k), query(q))
+            # the interpreter's own comparison: it raises where the interpreter's select does
+            return predicates.Leaf(self._reader(sel.keys, keys), self._reader(sel.queries, queries),
+                                   atom_functions.atom_function(sel.op), sel.op)
         if isinstance(sel, g.SelectorNot):
-            inner = self._predicate_tree(sel.operand, keys, queries)
-            return lambda k, q: not inner(k, q)
+            return predicates.Not(self._predicate_tree(sel.operand, keys, queries))
         assert isinstance(sel, g.SelectorPair)
-        left = self._predicate_tree(sel.left, keys, queries)
-        right = self._predicate_tree(sel.right, keys, queries)
-        if isinstance(sel, g.SelectorAnd):
-            return lambda k, q: left(k, q) and right(k, q)
-        return lambda k, q: left(k, q) or right(k, q)
+        pair = predicates.And if isinstance(sel, g.SelectorAnd) else predicates.Or
+        return pair(self._predicate_tree(sel.left, keys, queries),
+                    self._predicate_tree(sel.right, keys, queries))
 
     def _reader(self, side: g.SOp, found: list[g.SOp]) -> Callable[[tuple], Any]:
         value = self.constant(side)
@@ -515,17 +587,14 @@ class _Translator(ContinuousLowering):
                 raise Unsupported(describe(node), f"default {node.default!r} for a mean of "
                                   "numbers: a numerical head can only write a number where "
                                   "nothing is selected", node.span)
+            width = self.fixed_sum_width(node) if summed else 1
+            if width is None:
+                return self._width_times_mean(node, select)
             # tracr's own default must be 0; a nonzero one gets its own head (blocks.py).
             extra = {DEFAULT: node.default} if node.default != 0 else {}
             if summed:  # a mean whose values are scaled by the fixed width (blocks.py)
-                extra[SCALE] = self.sum_width(node)
-            folded = self._value_table(node.values)
-            if folded is None:
-                values = self.as_encoding(node.values, NUM)
-            else:
-                self._check_averaged(node.values, self.sop(node.values))
-                values, extra[VALUE_MAP] = folded
-            return _named(rasp.Aggregate(select, values, default=0), node, NUM, **extra)
+                extra[SCALE] = width
+            return _named(self._mean_head(node, select, extra), node, NUM, **extra)
         # tracr's own default must be None; rasp-sim's is kept in DEFAULT (blocks.py).
         extra = {DEFAULT: node.default}
         folded = self._value_table(node.values)
@@ -534,6 +603,34 @@ class _Translator(ContinuousLowering):
         else:
             values, extra[VALUE_MAP] = folded
         return _named(rasp.Aggregate(select, values, default=None), node, CAT, **extra)
+
+    def _mean_head(self, node: g.Aggregate, select: rasp.Select,
+                   extra: dict[str, Any]) -> rasp.Aggregate:
+        """A numerical head averaging the node's values (its value table folded into the
+        head where it can be, VALUE_MAP added to `extra`), tracr's default 0."""
+        folded = self._value_table(node.values)
+        if folded is None:
+            values = self.as_encoding(node.values, NUM)
+        else:
+            self._check_averaged(node.values, self.sop(node.values))
+            values, extra[VALUE_MAP] = folded
+        return rasp.Aggregate(select, values, default=0)
+
+    def _width_times_mean(self, node: g.Aggregate, select: rasp.Select) -> rasp.SOp:
+        """A sum whose width is not one k known at compile time (its selector reads the
+        tokens, or selects more keys at some queries or lengths than at others) is
+        selector_width(sel) x mean(sel, values), plus the default where nothing is
+        selected: tracr's selector width, a mean head, and one gated MLP whose units are
+        relu(+-mean) gated by the width's one-hot read out as +-w (ReGLU, continuous.py),
+        exact up to the mean's and the product's roundings."""
+        width = _named(rasp.SelectorWidth(select), node, CAT, part="width")
+        extra: dict[str, Any] = {}
+        mean = _named(self._mean_head(node, select, extra), node, NUM, part="mean", **extra)
+        widths = list(range(self.value_sets.max_len + 1))
+        terms = [((("leaf", "mean"),), {i: float(w) for i, w in enumerate(widths) if w}),
+                 ((), {0: float(node.default)})]
+        product = PolyMap(width, {"mean": mean}, terms, [typed(w) for w in widths])
+        return _named(product, node, NUM, **{SUM: (mean, node.default)})
 
     def _value_table(self, values: g.SOp) -> tuple[rasp.SOp, Callable[[Any], Any]] | None:
         """Values that are ONE categorical s-op x or computed by maps from it, as (x, the
@@ -546,6 +643,24 @@ class _Translator(ContinuousLowering):
         if len(bases) != 1 or not rasp.is_categorical(self.sop(bases[0])):
             return None
         return self.sop(bases[0]), total(fn)
+
+
+def _asker(predicate: Callable[[Any, Any], bool], inner: Callable[[Any], Any], others: list,
+           keys: bool) -> Callable[[Any], tuple | None]:
+    """v -> the predicate's answers for the side value inner(v) against each of `others`
+    (None where inner is undefined, as the side's own map gives no value there)."""
+    def ask(v: Any) -> tuple | None:
+        x = inner(v)
+        if x is None:
+            return None
+        return tuple(bool(predicate(x, o) if keys else predicate(o, x)) for o in others)
+    return ask
+
+
+def _slot_key(rows: dict[int, tuple[int, ...]], slot: int) -> Callable[[Any, Any], bool]:
+    """The predicate (key index, query index) of the head gathering slot `slot` of each
+    query's row (nothing for a query without one)."""
+    return lambda key, query: query in rows and rows[query][slot] == key
 
 
 def _position(nodes: Sequence[g.SOp], node: g.SOp) -> int:

@@ -191,7 +191,7 @@ def test_compile_and_run_safetensors(tmp_path, capsys):
 
 def test_compile_refusal_prints_location(tmp_path, capsys):
     source = tmp_path / "bad.rasp"
-    source.write_text('x = 1;\ns = sum(select(indices, indices, <=), indicator(tokens == "a"));\n')
+    source.write_text('x = 1;\ns = sum(select(indices, indices, <=), tokens);\n')
     assert main(["compile", str(source), "--name", "s", "--vocab", "a,b", "--max-len", "3",
                  "-o", str(tmp_path / "s.npz")]) == 1
     err = capsys.readouterr().err
@@ -298,10 +298,10 @@ def test_a_domain_mostly_outside_the_program_gets_a_warning(tmp_path, capsys):
 @pytest.mark.parametrize("kind, hinted", [("tokens_float", True), ("tokens_int", False)])
 def test_a_refused_float_program_is_pointed_to_numeric_tokens(tmp_path, capsys, kind, hinted):
     source = tmp_path / "s.rasp"
-    source.write_text(f"x = {kind};\ns = sum(select(indices, 2, <), x, 0);\n")
+    source.write_text(f"x = {kind};\ns = aggregate(select(indices, indices, <=), x, \"-\");\n")
     assert main(["compile", str(source), "--vocab", "1,2", "--max-len", "3",
                  "-o", str(tmp_path / "s.npz")]) == 1
     err = capsys.readouterr().err
-    assert "cannot compile: sum-aggregate 's'" in err
+    assert "cannot compile: aggregate 's'" in err
     assert ("hint: the program reads tokens_float; --numeric-tokens compiles it" in err) \
         == hinted

@@ -18,20 +18,6 @@ def refusal(program, source, name, vocab, max_len=4):
     return caught.value.format()
 
 
-def test_sum_over_a_varying_width_is_refused_with_its_location(program):
-    # A prefix selects q + 1 keys: a sum is k x mean only for a fixed width k.
-    text = refusal(program, 'x = 1;\ns = sum(select(indices, indices, <=), indicator(tokens == "a"));',
-                   "s", ["a", "b"])
-    assert text.startswith("prog.rasp:2:")
-    assert "sum-aggregate 's'" in text and "[1, 2, 3, 4] keys" in text
-
-
-def test_sum_over_a_selector_of_the_tokens_is_refused(program):
-    text = refusal(program, 's = sum(select(tokens, tokens, ==), indicator(tokens == "a"));',
-                   "s", ["a", "b"])
-    assert "depends on the tokens" in text
-
-
 def test_sum_over_a_fixed_width_compiles(driver, program):
     # select(indices, 2, <) selects keys 0 and 1 at every length >= 2: the sum is 2 x mean.
     root = program('s = sum(select(indices, 2, <), indicator(tokens == "a"), 0);', "s")

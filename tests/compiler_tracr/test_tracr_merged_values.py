@@ -191,3 +191,18 @@ def test_a_gather_of_a_mean_that_may_be_a_bool_or_a_number_is_refused(driver, pr
     for name in ("v2", "z"):
         assert driver.compile_program(program(text, name), [0, 1], 4,
                                       tracr_oracle=False).report.ok
+
+
+def test_a_select_on_a_mean_of_means_keys_on_its_answers(driver, program):
+    # n takes hundreds of values; select(n, 1.73, <) needs only whether n < 1.73: the head
+    # keys on that answer (a map of n in the same MLP sublayer) instead of a one-hot of
+    # every value of n (residual width 662, 2.6M parameters, 1.7 GB at vocab 0..9).
+    text = ("x = tokens_int;\nm = aggregate(select(indices, indices, <=), x);\n"
+            "n = aggregate(select(indices, indices, <), m);\n"
+            "w = selector_width(select(n, 1.73, <));\n"
+            "v = aggregate(select(indices, n + 0.3, >), x, 0);\n")
+    for name in ("w", "v"):
+        result = driver.compile_program(program(text, name), list(range(5)), 4,
+                                        tracr_oracle=False)
+        assert result.report.ok and result.report.mode == "exhaustive"
+        assert result.weights.metadata["tracr_compile"]["residual_width"] < 30  # 290+ before

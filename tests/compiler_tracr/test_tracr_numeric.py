@@ -176,10 +176,93 @@ def test_encoder_layer_against_numpy(driver, numeric_node):
     close(out[:4], encoder_ref(x, heads, wo, w1, b1, w2, b2, 1.0, "none").ravel())
 
 
-def test_layer_norm_is_refused_with_the_reason(driver, numeric_node):
-    with pytest.raises(Unsupported, match="divides by a real-valued s-op|'sqrt'"):
-        driver.compile_program(numeric_node("encoder_post_ln_2"), [], 32, tracr_oracle=False,
-                               numeric=NumericDomain(32, 32, -10, 10))
+@pytest.mark.slow
+@pytest.mark.parametrize("ln", ["post", "pre"])
+def test_encoder_layer_with_layer_norm_against_numpy(driver, numeric_node, ln):
+    # the library's layer_norm is a LayerNorm block over the gathered row (translate.py)
+    result = compiled(driver, numeric_node, f"encoder_{ln}_ln_2", 32, samples=50)
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        x = rng.normal(size=(2, 2))
+        heads = [tuple(rng.normal(size=(2, 2)) for _ in range(3))]
+        wo, w1, b1, w2, b2 = (rng.normal(size=s) for s in ((2, 2), (2, 2), (2,), (2, 2), (2,)))
+        out = run_weights(result.weights, [layout(x, *heads[0], wo, w1, b1, w2, b2,
+                                                  length=32)])[0]
+        close(out[:4], encoder_ref(x, heads, wo, w1, b1, w2, b2, 1.0, ln).ravel())
+
+
+# ------------------------------------------------------------------ LayerNorm blocks
+
+LAYER_NORM = 'load "attention";\nx = tokens_float;\ny = layer_norm(x, {n}, {d}, {eps});'
+LAYER_NORM_SHAPES = [(2, 3, 0.00001), (3, 2, 0.5)]
+
+
+@pytest.fixture(scope="module")
+def layer_norm_models(driver, program):
+    models = {}
+    for n, d, eps in LAYER_NORM_SHAPES:
+        root = program(LAYER_NORM.format(n=n, d=d, eps=eps), "y")
+        length = n * d + 1  # one position outside the matrix: its output is 0
+        models[n, d, eps] = (root, driver.compile_program(
+            root, [], length, tracr_oracle=False, samples=50,
+            numeric=NumericDomain(length, length, -1000, 1000)).weights)
+    return models
+
+
+@settings(max_examples=20, deadline=None)
+@given(shape=st.sampled_from(LAYER_NORM_SHAPES), data=st.data())
+def test_layer_norm_block_against_numpy_and_the_interpreter(layer_norm_models, shape, data):
+    from rasp_sim.evaluate import evaluate
+
+    n, d, eps = shape
+    root, weights = layer_norm_models[shape]
+    scale = data.draw(st.sampled_from([1e-3, 1.0, 100.0]))
+    rows = data.draw(st.lists(st.lists(st.floats(-1, 1), min_size=d, max_size=d),
+                              min_size=n, max_size=n))
+    x = np.asarray(rows) * scale
+    x[0] = x[0, 0]  # a constant row: the variance is 0, only eps remains
+    tokens = x.ravel().tolist() + [float(scale)]
+    got = run_weights(weights, [tokens])[0]
+    mean = x.mean(axis=1, keepdims=True)
+    want = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+    close(got[:n * d], want.ravel())
+    assert got[n * d] == 0.0
+    interpreted = evaluate([root], [tokens])[0][0]
+    close(got, interpreted)
+
+
+def test_layer_norm_is_one_block_in_the_weights(layer_norm_models):
+    _, weights = layer_norm_models[2, 3, 0.00001]
+    norms = [block.norm for block in weights.layers if block.norm is not None]
+    assert len(norms) == 1 and len(norms[0].columns) == 3 and norms[0].eps == 0.00001
+
+
+def test_layer_norm_block_through_torch_and_a_file(layer_norm_models, tmp_path):
+    torch = pytest.importorskip("torch")
+    from rasp_sim.compiler.forward import forward
+    from rasp_sim.compiler.torch_loader import load_torch
+    from rasp_sim.compiler.weights import load, save
+
+    _, weights = layer_norm_models[3, 2, 0.5]
+    save(weights, tmp_path / "ln.npz")
+    again = load(tmp_path / "ln.npz")
+    features = np.random.default_rng(3).normal(size=(4, 7, 1))
+    expected = forward(weights, features)
+    assert np.array_equal(forward(again, features), expected)
+    got = load_torch(again)(torch.as_tensor(features)).detach().numpy()
+    assert np.allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def test_layer_norm_over_rows_that_are_not_classes_is_refused(driver, program):
+    # a prefix "row" is no class of positions: key 0 of query 1's row selects only itself
+    source = ("x = tokens_float;\nsame = select(indices, indices, <=);\n"
+              "mu = aggregate(same, x, 0);\ndev = x - mu;\n"
+              "var = aggregate(same, dev * dev, 0);\ny = dev / sqrt(var + 0.1);")
+    with pytest.raises(Unsupported) as caught:
+        driver.compile_program(program(source, "y", "prog.rasp"), [], 3, tracr_oracle=False,
+                               numeric=NumericDomain(3, 3, -10, 10))
+    text = caught.value.format()
+    assert text.startswith("prog.rasp:2:") and "a row must be a class" in text
 
 
 # ------------------------------------------------------------------ the lowering itself

@@ -167,6 +167,9 @@ def test_what_transformer_lens_cannot_express_is_refused():
     refused(model, replace(weights, final_norm=norm), "final LayerNorm")
     refused(model, replace(weights, layers=(replace(layers[0], norm=norm), *layers[1:])),
             "block 0 has a LayerNorm")
+    columns = LayerNorm(np.ones(2), np.zeros(2), columns=(0, 1))  # a compiled layer_norm's
+    refused(model, replace(weights, layers=(replace(layers[0], norm=columns), *layers[1:])),
+            "LayerNorm of 2 residual columns")
     refused(model, replace(weights, layers=(replace(layers[0], residual=False), *layers[1:])),
             "block 0 has no residual")
     refused(model, replace(weights, layers=(*layers[:2], replace(layers[2], activation="gelu"),
