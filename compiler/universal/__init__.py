@@ -15,6 +15,8 @@ _TABLE: Table = {
     "embed_target": ("rasp_sim.compiler.universal.embed", "embed"),
     "check_domain_size": ("rasp_sim.compiler.universal.exhaustive", "check_domain_size"),
     "check_every_input": ("rasp_sim.compiler.universal.exhaustive", "check_every_input"),
+    "check_expected_error": ("rasp_sim.compiler.universal.exhaustive", "check_expected_error"),
+    "expected_error": ("rasp_sim.compiler.universal.exhaustive", "expected_error"),
     "build_random": ("rasp_sim.compiler.universal.gaussian", "build_random"),
     "constraint_count": ("rasp_sim.compiler.universal.paths", "constraint_count"),
     "size_report": ("rasp_sim.compiler.universal.report", "size_report"),

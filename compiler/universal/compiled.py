@@ -7,9 +7,11 @@ A compiled model reads [BOS] + token ids through `token_embed` and `pos_embed`
 
 through input_proj = vstack(token_embed, pos_embed): X input_proj = token_embed[id] +
 pos_embed[p], the very stream the compiled model starts from, and `canonicalise` folds
-input_proj into E. The model must be attention-only (a compile gives every block a
-residual connection, so the machine needs them too); an MLP block is refused with the RASP
-operation the compile record says it computes.
+input_proj into E. The model must be attention-only once the MLP blocks that act linearly
+on its stream, BOS clean-ups and linear maps of numbers, are folded into the blocks that
+read after them (fold.py); a compile gives every block a residual connection, so the
+machine needs them too. Any other MLP block is refused with the RASP operation the compile
+record says it computes.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..tracr_backend.runtime import COMPILE_KEY, NUMERIC, compile_info
-from ..weights import AttentionBlock, MLPBlock, Transformer
+from ..weights import AttentionBlock, MLPBlock, Transformer, as_dense
+from .fold import bos_direction, cleanup_map, folded, linear_map
 from .errors import UniversalError
 from .target import Shape
 
@@ -29,8 +32,9 @@ def is_compiled(model: Transformer) -> bool:
 
 
 def as_target(model: Transformer) -> Transformer:
-    """The compiled `model` with its embeddings folded into one input projection, or a
-    UniversalError naming the first block outside the class and what it computes."""
+    """The compiled `model` with its BOS clean-ups folded into its heads and its embeddings
+    into one input projection, or a UniversalError naming the first block outside the
+    class and what it computes."""
     info = compile_info(model)  # a WeightsError names a damaged record
     if info["tokens_kind"] == NUMERIC:
         raise UniversalError("tokens_kind: a numeric-input model reads real numbers, not "
@@ -39,25 +43,53 @@ def as_target(model: Transformer) -> Transformer:
         raise UniversalError("pos_embed: missing; a compiled token model embeds positions "
                              "(compile the program again: this file was edited or not "
                              "written by rasp-sim compile)")
-    for index, block in enumerate(model.layers):
-        if isinstance(block, MLPBlock):
-            raise UniversalError(f"layers.{index}: an MLP block is outside the target class "
-                                 f"(attention-only transformers); {_computes(info, index)}")
+    column, no_column = bos_direction(model)
+    maps = {index: _linear(info, index, block, column, no_column)
+            for index, block in enumerate(model.layers) if isinstance(block, MLPBlock)}
+    attention_only = folded(model, maps, lambda index: _computes(info, index))
     assert model.token_embed is not None  # compile_info checked it for a token model
-    return model.replace(input_proj=np.vstack([model.token_embed, model.pos_embed]),
-                         token_embed=None, pos_embed=None, input_encoder=None)
+    return attention_only.replace(input_proj=np.vstack([model.token_embed, model.pos_embed]),
+                                  token_embed=None, pos_embed=None, input_encoder=None)
+
+
+def _linear(info: dict[str, Any], index: int, block: MLPBlock, column: int | None,
+            no_column: str) -> np.ndarray:
+    """The map x -> x A that MLP block `index` adds to the stream, if it is a BOS clean-up
+    or a linear map (fold.py); otherwise a UniversalError saying what it computes (and for
+    a clean-up that cannot fold, why)."""
+    added = cleanup_map(block, column)
+    if added is None:
+        added = linear_map(block)
+    if added is not None:
+        return added
+    outside = f"layers.{index}: an MLP block is outside the target class (attention-only " \
+              "transformers)"
+    read = np.flatnonzero(np.any(as_dense(block.w1) != 0, axis=1))
+    if read.size == 1 and cleanup_map(block, int(read[0])) is not None:
+        raise UniversalError(f"{outside}; {_computes(info, index)}, which folds into the "
+                             f"heads only when the BOS token has a direction of its own: "
+                             f"{no_column}")
+    raise UniversalError(f"{outside}; {_computes(info, index)}")
 
 
 def _computes(info: dict[str, Any], index: int) -> str:
     """What block `index` computes, from the record's per-layer operations (files written
-    before the record kept them say so)."""
+    before the record kept them say so). An aggregate recorded at an MLP block is its
+    head's BOS clean-up (fold.py), and is named so."""
     blocks = info.get("blocks")
     if not (isinstance(blocks, list) and index < len(blocks) and isinstance(blocks[index], list)):
         return "the compile record does not say which RASP operation it computes (compiled " \
                "before rasp-sim recorded it; compile again to see it)"
-    described = [f"{entry.get('op')} at {entry.get('at') or 'an unknown place'}"
-                 for entry in blocks[index] if isinstance(entry, dict)]
-    return f"it computes {', '.join(described) or 'no recorded operation'}"
+    entries = [(str(entry.get("op")), entry.get("at") or "an unknown place")
+               for entry in blocks[index] if isinstance(entry, dict)]
+    computed = [f"{op} at {at}" for op, at in entries if not op.startswith("Aggregate ")]
+    cleanups = [f"{op} at {at}" for op, at in entries if op.startswith("Aggregate ")]
+    clauses = [f"it computes {', '.join(computed)}"] if computed else []
+    if cleanups:
+        clauses.append(f"{'it is' if not computed else 'is'} the BOS clean-up of "
+                       f"{', '.join(cleanups)} (it subtracts what that head writes at the BOS "
+                       "position)")
+    return " and ".join(clauses) or "it computes no recorded operation"
 
 
 def shape_of(model: Transformer) -> Shape:

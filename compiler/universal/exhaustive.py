@@ -7,6 +7,15 @@ model's own, and, when the program is given, the interpreter's. They must agree 
 compile's validation requires (validate.agree: categorical values equal, numbers within
 1e-9 relative); inputs on which the interpreter fails are outside the program's domain
 and are compared with the model only.
+
+A random machine is refused before that check when its expected error already exceeds
+what the outputs must agree to (`check_expected_error`, docs/universal.md): E solves
+E M = T only to the residual rho (relative to T's largest entry, T_max), so every view,
+hence every query and key, is off by up to rho T_max, and a score q.k by about
+rho T_max^2; a compiled head's scores are of the size of its logit scale (1,500), which
+`embed.balanced` spreads evenly over queries and keys, so T_max^2 is about that scale. The
+estimate is rho T_max^2: over 101 random machines for 5 compiled programs (1 to 3 layers,
+1 or 2 heads, m from C to 2C) the measured error was 0.1 to 2.8 times it.
 """
 from __future__ import annotations
 
@@ -20,12 +29,19 @@ from rasp_sim import graph as g
 from rasp_sim.errors import RaspResourceError
 
 from ..forward import forward
-from ..tracr_backend.runtime import compile_info, decode, run_ids
+from ..tracr_backend.runtime import NUMERIC_TOLERANCE, compile_info, decode, run_ids
 from ..tracr_backend.validate import (Disagreement, agree, causal_program, describe_size,
                                       domain_size, every_input, interpret, vocabulary_ids)
 from ..weights import Transformer
 from .compiled import one_hot_inputs
 from .embed import Embedding, program
+from .errors import UniversalError
+from .paths import constraint_count
+from .spec import read_spec
+
+# Categorical outputs are one-hot rows decoded by arg-max: an error below half the gap
+# between the 1 and the 0s cannot change the decoded value.
+ONE_HOT_MARGIN = 0.5
 
 
 @dataclass
@@ -62,6 +78,36 @@ def check_domain_size(model: Transformer, limit: int) -> tuple[int, int]:
             f"{info['min_len']}..{info['max_len']}), above the limit of {limit:,} inputs "
             "checked one by one; raise it with --max-inputs N")
     return size, info["max_len"] + 1
+
+
+def expected_error(embedding: Embedding) -> float | None:
+    """rho T_max^2 (module docstring) for a solved (random) E; None for a sparse one, which
+    repeats the model's own operations."""
+    if embedding.residual is None:
+        return None
+    return embedding.residual * embedding.view_scale ** 2
+
+
+def check_expected_error(ut: Transformer, embedding: Embedding, model: Transformer) -> None:
+    """A UniversalError, with the reason, when the random machine's expected error exceeds
+    what the compiled `model`'s outputs must agree to (1e-9 for numbers, at the smallest,
+    half the one-hot gap for categorical values)."""
+    estimate = expected_error(embedding)
+    if estimate is None:
+        return
+    numeric = model.output_encoder is None or model.output_encoder.values is None
+    tolerance, outputs = ((NUMERIC_TOLERANCE, "numbers") if numeric
+                          else (ONE_HOT_MARGIN, "one-hot outputs"))
+    if estimate <= tolerance:
+        return
+    count = constraint_count(read_spec(ut).shape)
+    raise UniversalError(
+        f"accuracy: the random machine's E solves E M = T only to a residual of "
+        f"{embedding.residual:.2g} of T's largest entry (cond(M) = {embedding.condition:.3g}), "
+        f"and the compiled heads' scores, up to T_max^2 = {embedding.view_scale ** 2:.3g} "
+        f"(their logit scale), turn it into an expected output error of {estimate:.2g}, above "
+        f"the {tolerance:g} its {outputs} must agree to; use the sparse machine (build "
+        f"without --random) or a wider random one (--m {2 * count}, twice C: cond(M) near 10)")
 
 
 def check_every_input(ut: Transformer, embedding: Embedding, model: Transformer,

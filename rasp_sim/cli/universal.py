@@ -222,9 +222,9 @@ def _load(args: argparse.Namespace):
 def _embed(args: argparse.Namespace, loaded, batch: int = 0, longest: int = 0):
     """E for the `loaded` (_load) target, once the memory estimate of the embedding (and
     of a verification on `batch` inputs up to length `longest`) passed; and its seconds."""
-    from rasp_sim.compiler.universal import budget, embed_target as embed
+    from rasp_sim.compiler.universal import budget, check_expected_error, embed_target as embed
 
-    ut, spec, _, model = loaded
+    ut, spec, model, target = loaded
     what = f"embedding a target in the {spec.kind} universal transformer ({_describe(spec.shape)})"
     budget.check_not_astronomic(spec.shape, what)
     estimate = budget.embed_bytes(spec.shape, spec.kind, spec.tied, ut.width)
@@ -234,7 +234,10 @@ def _embed(args: argparse.Namespace, loaded, batch: int = 0, longest: int = 0):
                                        longest)
     budget.check_memory(estimate, args.memory_limit, what)
     started = time.perf_counter()
-    return embed(model, ut), time.perf_counter() - started
+    embedding = embed(target, ut)
+    if target is not model:  # a compiled model, whose outputs must decode alike
+        check_expected_error(ut, embedding, model)
+    return embedding, time.perf_counter() - started
 
 
 def _embedding_facts(embedding, seconds: float) -> dict[str, Any]:
@@ -324,7 +327,7 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def _verify_compiled(args: argparse.Namespace, loaded) -> int:
     """verify for a compiled model: every input of its domain (exhaustive.py)."""
-    from rasp_sim.compiler.universal import check_domain_size, check_every_input
+    from rasp_sim.compiler.universal import check_domain_size, check_every_input, expected_error
 
     if args.lengths is not None or args.seed is not None:
         raise UsageError("--lengths and --seed choose random inputs; a compiled model is "
@@ -341,8 +344,10 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
     if args.embedding:
         embedding = _load_embedding(args.embedding, embedding)
     check = check_every_input(ut, embedding, model, root, batch)
-    result: dict[str, Any] = {**_embedding_facts(embedding, seconds), "inputs": check.inputs,
-                              "agree_with_model": check.agree_with_model}
+    result: dict[str, Any] = _embedding_facts(embedding, seconds)
+    if embedding.residual is not None:
+        result["expected_error"] = expected_error(embedding)
+    result.update(inputs=check.inputs, agree_with_model=check.agree_with_model)
     if root is not None:
         result.update(agree_with_program=check.agree_with_program,
                       outside_program_domain=check.undefined)

@@ -3,13 +3,16 @@ and CPU time, from a rate measured here on a few real steps of each setting. The
 FLOPs per CPU-second of this process (all its threads), which a shared machine's load
 changes far less than it changes wall time.
 
-Counted: every matrix product of the forward pass (2 n_in n_out per token, dense, as the
-training step runs it: the sparse machines' 0/1 matrices are densified up to train.DENSE_LIMIT;
-the causal mask does not halve the score products, which are computed in full), times 3 for
-the forward and backward pass of a fully trained model (the backward pass costs about
-twice the forward; Kaplan et al. 2020, "Scaling laws", section 2.1) and times 2 for a
-frozen backbone (gradients with respect to the activations only). LayerNorm, softmax,
-GELU and the optimiser are left out: linear in the width, not quadratic.
+Counted: every matrix product of the forward pass as the training step runs it (2 n_in n_out
+per row, dense: the sparse machines' 0/1 matrices are densified up to train.DENSE_LIMIT;
+the causal mask does not halve the score products, which are computed in full; the first
+block's maps once per (token, position) pair for the whole batch, and for a task with one
+answer per row the last attention block, the MLP after it and the read-out at that row:
+shortcuts.py), times 3 for the forward and backward pass of a fully trained model (the
+backward pass costs about twice the forward; Kaplan et al. 2020, "Scaling laws", section
+2.1) and times 2 for a frozen backbone (gradients with respect to the activations only).
+LayerNorm, softmax, GELU and the optimiser are left out: linear in the width, not
+quadratic.
 """
 from __future__ import annotations
 
@@ -25,19 +28,46 @@ TIMED_STEPS = 5  # their median: one step's time varies 2x on a shared machine
 WARM_UP_STEPS = 2  # the first step compiles, and the second too (its inputs are JAX arrays)
 
 
-def forward_flops(config: RunConfig, seq_len: int, vocab: int) -> float:
-    """Matrix-product FLOPs of one sequence's forward pass."""
+def _maps(config: RunConfig, rows: int) -> float:
+    """One head's query, key and value maps on `rows` rows of the stream."""
+    m, k = universal_m(config.sizes), config.sizes.head_dim
+    return rows * (2 * 2 * m * k + 2 * m * m)
+
+
+def forward_flops(config: RunConfig, seq_len: int, vocab: int, one_answer: bool = False) -> float:
+    """Matrix-product FLOPs of one sequence's forward pass, without the first block's maps
+    (table_flops: once per batch); with `one_answer`, the last attention block and what
+    follows it at one row."""
     s, n = config.sizes, seq_len
     m = universal_m(s)
-    head = 2 * 2 * n * m * s.head_dim + 2 * n * m * m + 2 * n * n * s.head_dim + 2 * n * n * m
-    mlp = 2 * 2 * n * m * 4 * m if config.variant.endswith("M") or config.variant == "F" else 0
-    return float(s.layers * (s.heads * head + mlp) + 2 * n * m * vocab)
+    attend = 2 * n * n * s.head_dim + 2 * n * n * m  # the scores and the weighted sum
+    # one query: every key, the scores and weighted sum of one row, one value row
+    at_answer = 2 * n * m * s.head_dim + 2 * m * s.head_dim + 2 * n * s.head_dim \
+        + 2 * n * m + 2 * m * m
+    mlp = 2 * 2 * m * 4 * m if config.variant.endswith("M") or config.variant == "F" else 0
+    total = 0.0
+    for layer in range(s.layers):
+        answer = one_answer and layer == s.layers - 1
+        if answer:
+            total += s.heads * at_answer + mlp
+        else:
+            total += s.heads * (attend + (0 if layer == 0 else _maps(config, n))) + mlp * n
+    return float(total + 2 * (1 if one_answer else n) * m * vocab)
 
 
-def step_flops(config: RunConfig, seq_len: int, vocab: int) -> float:
+def table_flops(config: RunConfig, seq_len: int, vocab: int, one_answer: bool = False) -> float:
+    """The first block's maps, once per (token, position) pair for the whole batch (none
+    when that block is read at the answer only)."""
+    if one_answer and config.sizes.layers == 1:
+        return 0.0
+    return config.sizes.heads * _maps(config, vocab * seq_len)
+
+
+def step_flops(config: RunConfig, seq_len: int, vocab: int, one_answer: bool = False) -> float:
     """FLOPs of one training step (a batch, forward and backward)."""
     passes = 3 if config.variant == "F" else 2
-    return passes * config.batch * forward_flops(config, seq_len, vocab)
+    return passes * (config.batch * forward_flops(config, seq_len, vocab, one_answer)
+                     + table_flops(config, seq_len, vocab, one_answer))
 
 
 @dataclass(frozen=True)
@@ -70,7 +100,8 @@ def measure_rate(config: RunConfig, device_name: str | None = None) -> float:
         started = time.process_time()
         trainer.run(progress=False, stop_after=1)
         times.append(time.process_time() - started)
-    return step_flops(config, trainer.task.seq_len, trainer.task.vocab_size) / float(np.median(times))
+    task = trainer.task
+    return step_flops(config, task.seq_len, task.vocab_size, task.one_answer) / float(np.median(times))
 
 
 def estimate(configs: list[RunConfig], device_name: str | None = None) -> list[Estimate]:
@@ -88,7 +119,7 @@ def estimate(configs: list[RunConfig], device_name: str | None = None) -> list[E
     for backbones in settings.values():
         first = next(iter(backbones.values()))[0]
         task = make_task(first.task, **{**first.task_options, "test_size": 1})
-        flops = {variant: step_flops(runs[0], task.seq_len, task.vocab_size)
+        flops = {variant: step_flops(runs[0], task.seq_len, task.vocab_size, task.one_answer)
                  for variant, runs in backbones.items()}
         costliest = max(flops, key=flops.__getitem__)
         rate = measure_rate(backbones[costliest][0], device_name)

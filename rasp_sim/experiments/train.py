@@ -24,7 +24,8 @@ from tqdm import tqdm  # noqa: E402
 
 from rasp_sim.atomic_write import replacing  # noqa: E402
 from rasp_sim.compiler import forward  # noqa: E402
-from rasp_sim.compiler.weights import SparseMatrix, as_dense  # noqa: E402
+from rasp_sim.compiler.weights import AttentionBlock, SparseMatrix, as_dense  # noqa: E402
+from .shortcuts import at_rows, attend_from, first_block_by_table, last_attention  # noqa: E402
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
@@ -40,18 +41,33 @@ DENSE_LIMIT = 2048
 
 
 def logits_fn(backbone: Backbone):
-    """(params, ids) -> logits (B, N, vocab): the project's forward pass under jax.numpy."""
+    """(params, ids, rows=None) -> logits (B, N, vocab): the project's forward pass under
+    jax.numpy, its first block computed by table; with `rows` (B,), the logits at those
+    positions only, (B, 1, vocab), the last attention block and what follows computed there
+    alone (shortcuts.py)."""
     model = backbone.model
     # XLA's CPU scatter (the sparse product) is far slower than a dense product while the
     # dense matrix is small: densify the fixed 0/1 matrices up to m = DENSE_LIMIT.
     dense = {name: as_dense(value) for name, value in named_arrays(model).items()
              if isinstance(value, SparseMatrix) and model.width <= DENSE_LIMIT}
 
-    def logits(params: dict, ids):
+    def logits(params: dict, ids, rows=None):
         blocks, final_norm = rebuild_blocks(model, {**dense, **params})
-        stream = params["token_embed"][ids] + params["pos_embed"][: ids.shape[-1]]
-        for block in blocks:
+        last = len(blocks) if rows is None else last_attention(blocks)
+        if last == 0:  # one attention block, read at the answer only
+            stream = params["token_embed"][ids] + params["pos_embed"][: ids.shape[-1]]
+        else:
+            first = blocks[0]
+            assert isinstance(first, AttentionBlock)  # every backbone starts with attention
+            stream = first_block_by_table(params, first, ids, model.causal)
+        for block in blocks[1:last]:
             stream = forward.apply_block(stream, block, model.causal, jnp)
+        if rows is not None:
+            answer_block = blocks[last]
+            assert isinstance(answer_block, AttentionBlock)  # last_attention found it
+            stream = attend_from(stream, answer_block, rows, model.causal)
+            for block in blocks[last + 1:]:  # position-wise: MLPs
+                stream = forward.apply_block(stream, block, model.causal, jnp)
         if final_norm is not None:
             stream = forward.layer_norm(stream, final_norm, jnp)
         return forward.matmul(stream, params["unembed"], jnp)
@@ -108,10 +124,19 @@ class Trainer:
         self.test = self.task.test_set()
         self.curve_set = Batch(*(a[:CURVE_EVAL_SIZE] for a in (
             self.test.inputs, self.test.targets, self.test.weights, self.test.groups)))
-        logits = logits_fn(self.backbone)
+        model_logits = logits_fn(self.backbone)
+
+        def logits(params, inputs, targets, weights):
+            """(logits, targets, weights) where the loss reads: at the one answer per row
+            for a task that has one (shortcuts.py), else everywhere."""
+            if not self.task.one_answer:
+                return model_logits(params, inputs), targets, weights
+            rows = jnp.argmax(weights, axis=1)  # a padded evaluation row (weights 0) reads 0
+            return (model_logits(params, inputs, rows), at_rows(targets, rows),
+                    at_rows(weights, rows))
 
         def loss(params, inputs, targets, weights):
-            losses, hits = _loss_and_hits(logits(params, inputs), targets, weights)
+            losses, hits = _loss_and_hits(*logits(params, inputs, targets, weights))
             total = weights.sum()
             return losses.sum() / total, hits.sum() / total
 
@@ -123,7 +148,7 @@ class Trainer:
                     optax.tree.norm(grads))
 
         def evaluate(params, inputs, targets, weights):
-            losses, hits = _loss_and_hits(logits(params, inputs), targets, weights)
+            losses, hits = _loss_and_hits(*logits(params, inputs, targets, weights))
             return losses.sum(axis=1), hits.sum(axis=1)
 
         self._step = jax.jit(full_float32(train_step, self.device))

@@ -83,6 +83,122 @@ def test_attention_only_programs_round_trip_on_every_input(tmp_path, capsys, dri
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
 
 
+# Several heads or layers (H >= 2 or L >= 2): every intermediate head writes its default at
+# BOS, which the compile scrubs with an MLP (the BOS clean-up); the sum is a linear map, an
+# MLP of ReLU pairs. fold.py moves both into the blocks that read after them.
+SEVERAL = {
+    "double_shift": ("""s1 = aggregate(select(indices, indices - 1, ==), tokens, "-");
+s2 = aggregate(select(indices, indices - 1, ==), s1, "-");""", "a,b,c", 1, 2),
+    "sum_of_two_heads": ("""before = aggregate(select(indices, indices, <), tokens_int, 5);
+after = aggregate(select(indices, indices, >), tokens_int, 7);
+total = before + after;""", "0,1,2", 2, 1),
+    "layer_of_two_heads": ("""left = aggregate(select(indices, indices - 1, ==), tokens_int, 0);
+right = aggregate(select(indices, indices + 1, ==), tokens_int, 0);
+matched = aggregate(select(right, left, ==), tokens_int);""", "0,1,2", 2, 2),
+}
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("program", sorted(SEVERAL))
+def test_several_heads_or_layers_fold_their_mlps_and_verify_on_every_input(
+        tmp_path, capsys, driver, program, causal):
+    from rasp_sim.compiler.forward import forward
+    from rasp_sim.compiler.tracr_backend.validate import domain_size
+    from rasp_sim.compiler.universal.compiled import as_target, one_hot_inputs
+    from rasp_sim.compiler.weights import MLPBlock, load
+
+    source, vocab, heads, layers = SEVERAL[program]
+    model_path = compile_to(tmp_path, driver, source, vocab, causal=causal)
+    model = load(model_path)
+    assert any(isinstance(block, MLPBlock) for block in model.layers)  # refused before
+    ut = str(tmp_path / "ut.npz")
+    code, built = run_json(capsys, "universal", "build", "--like", model_path, "-o", ut)
+    assert code == 0 and (built["heads"], built["layers"]) == (heads, layers)
+    code, checked = run_json(capsys, "universal", "verify", model_path, "--ut", ut)
+    size = domain_size(3, 4)
+    assert code == 0 and checked["passed"]
+    assert checked["inputs"] == checked["agree_with_model"] == checked["agree_with_program"] == size
+    # The folded target is the model at every position, BOS included.
+    assert model.input_encoder is not None
+    bos = model.input_encoder.tokens.index(model.input_encoder.bos)
+    ids = np.array([[bos, 0, 1, 2, 0], [bos, 2, 2, 1, 1]])
+    want = forward(model, ids)
+    np.testing.assert_allclose(forward(as_target(model), one_hot_inputs(model, ids)), want,
+                               rtol=0, atol=1e-12 * max(1.0, np.abs(want).max()))
+
+
+def test_a_bos_cleanup_that_cannot_fold_is_named_as_one(tmp_path, capsys, driver):
+    from rasp_sim.compiler.weights import load, save
+
+    path = compile_to(tmp_path, driver, SEVERAL["double_shift"][0], "a,b,c")
+    model = load(path)
+    assert model.input_encoder is not None and model.token_embed is not None
+    bos = model.input_encoder.tokens.index(model.input_encoder.bos)
+    edited = model.token_embed.copy()
+    edited[bos - 1] = edited[bos]  # another token now sets BOS's direction too
+    save(model.replace(token_embed=edited), path)
+    assert main(["universal", "build", "--like", path, "-o", str(tmp_path / "ut.npz")]) == 1
+    assert re.search(
+        r"universal error: layers\.1: an MLP block is outside the target class \(attention-only "
+        r"transformers\); it is the BOS clean-up of Aggregate 's1\w*' at "
+        + re.escape(f"{tmp_path / 'program.rasp'}:1:6") + r" \(it subtracts what that head "
+        r"writes at the BOS position\), which folds into the heads only when the BOS token has "
+        r"a direction of its own: no residual direction is set by the BOS token alone",
+        capsys.readouterr().err)
+
+
+# Two layers of means: numerical outputs, which must agree to 1e-9 (the issue's case).
+MEAN_OF_MEANS = """prefix = aggregate(select(indices, indices, <=), tokens_int);
+smoothed = aggregate(select(indices, indices, <=), prefix);"""
+
+
+def test_random_machine_of_a_two_layer_program_passes_verify(tmp_path, capsys, driver):
+    """The compiled queries carry the logit scale 1,500 and the keys are one-hot; balanced
+    (embed.balanced), the solve's residual is no longer amplified by 1,500^2."""
+    from rasp_sim.compiler.tracr_backend.validate import domain_size
+
+    model = compile_to(tmp_path, driver, MEAN_OF_MEANS, "0,1,2", max_len=6)
+    ut = str(tmp_path / "ut.npz")
+    assert main(["universal", "build", "--like", model, "--random", "3", "-o", ut]) == 0
+    capsys.readouterr()
+    code, checked = run_json(capsys, "universal", "verify", model, "--ut", ut)
+    assert code == 0 and checked["passed"] and checked["kind"] == "random"
+    assert checked["agree_with_model"] == checked["agree_with_program"] == domain_size(3, 6)
+    assert checked["max_numeric_error"] <= checked["expected_error"] * 10 <= 1e-8
+
+
+def test_random_machine_expected_to_miss_the_tolerance_is_refused_up_front(tmp_path, capsys,
+                                                                           driver):
+    """Seed 75 draws an M with cond(M) ~ 2e4: the expected error is above 1e-9, so embed and
+    verify refuse before any input runs, and the suggested width passes."""
+    model = compile_to(tmp_path, driver, SEVERAL["sum_of_two_heads"][0], "0,1,2")
+    ut = str(tmp_path / "ut.npz")
+    assert main(["universal", "build", "--like", model, "--random", "75", "-o", ut]) == 0
+    capsys.readouterr()
+    for argv in (["verify", model, "--ut", ut], ["embed", model, "--ut", ut, "-o",
+                                                  str(tmp_path / "E.npy")]):
+        assert main(["universal", *argv]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        found = re.search(r"universal error: accuracy: the random machine's E solves E M = T "
+                          r"only to a residual of (\S+) of T's largest entry \(cond\(M\) = "
+                          r"(\S+)\), and the compiled heads' scores, up to T_max\^2 = (\S+) "
+                          r"\(their logit scale\), turn it into an expected output error of "
+                          r"(\S+), above the 1e-09 its numbers must agree to; use the sparse "
+                          r"machine \(build without --random\) or a wider random one \(--m "
+                          r"(\d+), twice C", captured.err)
+        assert found, captured.err
+        residual, condition, square, expected = map(float, found.groups()[:4])
+        assert expected == pytest.approx(residual * square, rel=0.1) and expected > 1e-9
+        assert condition > 1e3
+    wider = found.group(5)
+    assert main(["universal", "build", "--like", model, "--random", "75", "--m", wider,
+                 "-o", ut]) == 0
+    capsys.readouterr()
+    code, checked = run_json(capsys, "universal", "verify", model, "--ut", ut)
+    assert code == 0 and checked["passed"] and checked["condition"] < 100
+
+
 def test_example_script_runs_its_three_commands(tmp_path, capsys, monkeypatch):
     """examples/universal/run.sh, each `rasp-sim` line run in-process, in order."""
     from rasp_sim.compiler.tracr_backend.validate import domain_size
@@ -135,7 +251,8 @@ def test_model_without_the_block_record_is_refused_with_the_index(tmp_path, caps
     record = {k: v for k, v in model.metadata["tracr_compile"].items() if k != "blocks"}
     save(model.replace(metadata={**model.metadata, "tracr_compile": record}), path)
     assert main(["universal", "build", "--like", path, "-o", str(tmp_path / "ut.npz")]) == 1
-    assert ("layers.1: an MLP block is outside the target class (attention-only "
+    # the scrub folds into the heads (fold.py), the map is refused
+    assert ("layers.2: an MLP block is outside the target class (attention-only "
             "transformers); the compile record does not say which RASP operation"
             in capsys.readouterr().err)
 

@@ -10,22 +10,34 @@ from rasp_sim.experiments.config import RunConfig
 
 
 def test_forward_flops_count_every_product_by_hand():
-    # H=1, L=1, k=2, c=4: m = 2*1*2*1 + 4 = 8. Per token of a sequence of n = 5: q and k
-    # 2 * (2*8*2), v 2*8*8, scores 2*5*2 and the weighted sum 2*5*8 per query token; the
-    # read-out 2*8*vocab (vocab 4 for Dyck-1).
-    config = RunConfig("dyck1", "S-A", Sizes(1, 1, 2, 4))
-    n, m = 5, 8
-    head = 2 * 2 * n * m * 2 + 2 * n * m * m + 2 * n * n * 2 + 2 * n * n * m
-    assert cost.forward_flops(config, n, 4) == head + 2 * n * m * 4
-    with_mlp = RunConfig("dyck1", "R-RLM", Sizes(1, 1, 2, 4))
-    assert cost.forward_flops(with_mlp, n, 4) == head + 2 * 2 * n * m * 4 * m + 2 * n * m * 4
+    # H=1, L=2, k=2, c=4: m = 2*1*2*2 + 4 = 12; n = 5, vocab 4 (Dyck-1). Per head and
+    # sequence: scores 2*5*5*2 and the weighted sum 2*5*5*12; q, k and v 2*(2*12*2) + 2*12*12
+    # per row, in layer 0 once per (token, position) pair (4 * 5 rows, the whole batch).
+    config = RunConfig("dyck1", "S-A", Sizes(1, 2, 2, 4))
+    n, m, k, vocab = 5, 12, 2, 4
+    attend = 2 * n * n * k + 2 * n * n * m
+    maps = 2 * 2 * m * k + 2 * m * m
+    assert cost.forward_flops(config, n, vocab) == 2 * attend + n * maps + 2 * n * m * vocab
+    assert cost.table_flops(config, n, vocab) == vocab * n * maps
+    # At the answer only, layer 1 takes every key, one query, one row of scores, weighted
+    # sum and values, and the read-out one row.
+    answer = 2 * n * m * k + 2 * m * k + 2 * n * k + 2 * n * m + 2 * m * m
+    assert cost.forward_flops(config, n, vocab, True) == attend + answer + 2 * m * vocab
+    assert cost.table_flops(config, n, vocab, True) == vocab * n * maps
+    one_layer = RunConfig("dyck1", "R-RLM", Sizes(1, 1, 2, 4))  # m = 8, the MLP 4m wide
+    m = 8
+    answer = 2 * n * m * k + 2 * m * k + 2 * n * k + 2 * n * m + 2 * m * m
+    assert cost.forward_flops(one_layer, n, vocab, True) == answer + 2 * 2 * m * 4 * m \
+        + 2 * m * vocab
+    assert cost.table_flops(one_layer, n, vocab, True) == 0
 
 
 def test_step_flops_count_the_backward_pass_and_the_batch():
     frozen = RunConfig("dyck1", "S-A", Sizes(1, 1, 2, 4), batch=3)
     trained = RunConfig("dyck1", "F", Sizes(1, 1, 2, 4), batch=3)
-    assert cost.step_flops(frozen, 5, 4) == 2 * 3 * cost.forward_flops(frozen, 5, 4)
-    assert cost.step_flops(trained, 5, 4) == 3 * 3 * cost.forward_flops(trained, 5, 4)
+    for config, passes in ((frozen, 2), (trained, 3)):
+        assert cost.step_flops(config, 5, 4) == passes * (
+            3 * cost.forward_flops(config, 5, 4) + cost.table_flops(config, 5, 4))
 
 
 def test_one_rate_per_setting_measured_on_its_costliest_backbone(monkeypatch):

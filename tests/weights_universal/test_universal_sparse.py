@@ -180,6 +180,14 @@ def test_residual_labels_name_the_stage_zero_views():
     column = ut.residual_labels.index("O<1.0>[0]")
     np.testing.assert_allclose(embedding[:, column], (v[0][1] @ v[1][0] @ target.unembed)[:, 0],
                                rtol=1e-15)
-    column = ut.residual_labels.index("K1<0>[0]")  # V(layer 0, head 0) K(layer 1, head 1)
-    np.testing.assert_allclose(embedding[:, column],
-                               (v[0][0] @ target.layers[1].heads[1].w_k)[:, 0], rtol=1e-15)
+    # V(layer 0, head 0) K(layer 1, head 1), and Q, up to the power of two (inverse for Q)
+    # that balances the head's query and key views (embed.balanced): the scores are equal
+    second = target.layers[1]
+    key = (v[0][0] @ second.heads[1].w_k)[:, 0]
+    query = (v[0][0] @ (second.scale * second.heads[1].w_q))[:, 0]
+    keys, queries = (embedding[:, ut.residual_labels.index(label)]
+                     for label in ("K1<0>[0]", "Q1<0>[0]"))
+    factor = keys[0] / key[0]
+    assert factor == 2.0 ** round(np.log2(factor))
+    np.testing.assert_allclose(keys, factor * key, rtol=1e-15)
+    np.testing.assert_allclose(queries, query / factor, rtol=1e-15)

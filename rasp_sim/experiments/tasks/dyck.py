@@ -146,6 +146,7 @@ class Dyck1:
 
     name = "dyck1"
     vocab_size = VOCAB
+    one_answer = True  # the loss reads one position per row, the answer (shortcuts.py)
 
     def __init__(self, max_len: int = 30, test_size: int = TEST_SIZE, test_seed: int = TEST_SEED):
         self.max_len = max_len

@@ -65,6 +65,7 @@ class KHop:
 
     name = "khop"
     vocab_size = VOCAB
+    one_answer = False  # the loss reads every position
 
     def __init__(self, seq_len: int = 100, letters: int = 4, min_hops: int = 0,
                  max_hops: int = MAX_HOPS, test_size: int = 2000, test_seed: int = 4444):
