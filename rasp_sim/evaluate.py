@@ -49,7 +49,7 @@ import numpy as np
 from . import graph, semantics
 from .errors import RaspError, RaspResourceError, RaspTypeError, Span
 from .evaluation.attention import aggregate, select
-from .evaluation.columns import concat_rows, constant, from_objects, object_column
+from .evaluation.columns import as_array, concat_rows, constant, from_objects, object_column
 from .evaluation.elementwise import apply_map
 from .text import short_repr
 
@@ -347,8 +347,9 @@ def _compute_located(
         ) from None
 
 
-def _full_batch(value: np.ndarray, b: int) -> np.ndarray:
-    return np.broadcast_to(value, (b,) + value.shape[1:])
+def _full_batch(value: Any, b: int) -> np.ndarray:
+    """A root's value as handed out: an ndarray (a mixed int/float column as its atoms)."""
+    return np.broadcast_to(as_array(value), (b,) + value.shape[1:])
 
 
 def _locate(
