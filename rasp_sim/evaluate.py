@@ -413,9 +413,15 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
     if isinstance(rows, np.ndarray):
         if kind in ("asis", "int") and rows.dtype.kind == "i":
             return rows.astype(np.int64)
+        if kind in ("asis", "float") and rows.dtype.kind == "f" and not exact:
+            return rows.astype(np.float64)
         rows = rows.tolist()
     if kind in ("asis", "str") and all(type(r) is str and "\0" not in r for r in rows):
         return np.array(["".join(rows)]).view("U1").reshape(len(rows), len(rows[0]))
+    if kind == "float" and not exact:
+        numbers = np.array(rows)  # float(x) of ints, floats and bools is NumPy's cast
+        if numbers.dtype.kind in "bif" and numbers.ndim == 2:
+            return numbers.astype(np.float64)
     if kind in ("asis", "int") and all(type(x) is int for r in rows for x in r):
         try:
             return np.array(rows, dtype=np.int64)

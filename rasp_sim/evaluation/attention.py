@@ -178,9 +178,11 @@ def _float_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
     exactly representable integer, so a BLAS product (float32 while it fits 2^24) gives
     the left-to-right sum. A selector shared by the batch takes one (b, n) x (n, n)
     product; one value row shared by the batch, constant or with few nonzero values, is
-    summed from the selector's columns. Other floats: a masked `np.cumsum` along the key
-    axis, which NumPy accumulates strictly left to right (unlike `sum`/matmul), plus 0.0
-    (a sum from the int 0 is never -0.0)."""
+    summed from the selector's columns. Other floats through a shared selector: the
+    selected values added one key at a time in key order (one gather of the whole batch
+    per step, as many steps as the widest query selects). Otherwise a masked `np.cumsum`
+    along the key axis, which NumPy accumulates strictly left to right (unlike
+    `sum`/matmul). Both add 0.0 first: a sum from the int 0 is never -0.0."""
     n = values.shape[-1]
     integral = bool(np.all(np.isfinite(values)) and np.all(values == np.trunc(values)))
     bound = float(np.abs(values).max(initial=0.0)) * n if integral else math.inf
@@ -194,9 +196,26 @@ def _float_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
         dtype = np.float32 if bound <= FLOAT32_EXACT_INT else np.float64
         product = np.matmul(sel.astype(dtype), values.astype(dtype)[..., None])[..., 0]
         return product.astype(np.float64) + 0.0
+    if sel.shape[0] == 1:
+        return _ordered_sums(sel[0], values)
     b = max(sel.shape[0], values.shape[0])
     masked = np.where(sel, np.broadcast_to(values, (b,) + values.shape[1:])[:, None, :], 0.0)
     return np.cumsum(masked, axis=-1)[..., -1] + 0.0
+
+
+def _ordered_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Left-to-right sums of `values` (b, n) through one (n, n) selector: step j adds every
+    query's j-th selected key, or 0.0 (a padding column) past its last one."""
+    n = values.shape[-1]
+    counts = sel.sum(axis=-1)
+    width = int(counts.max(initial=0))
+    keys = np.argsort(~sel, axis=-1, kind="stable")[:, :width]  # selected keys, in order
+    keys = np.where(np.arange(width) < counts[:, None], keys, n)
+    padded = np.concatenate([values, np.zeros((values.shape[0], 1))], axis=1)
+    sums = np.zeros((values.shape[0], n))
+    for j in range(width):
+        sums += padded[:, keys[:, j]]
+    return sums
 
 
 # Up to this many nonzero values in a row for the whole batch, adding up the selector's
