@@ -96,6 +96,7 @@ ELEMENTS = {
     "bool": BOOLS,
     "str": STRINGS,
     "num": st.one_of(SMALL_INTS, FLOATS, BOOLS),
+    "intfloat": st.one_of(SMALL_INTS, FLOATS),  # a mixed column held as numbers
 }
 # Every row is a legal sequence (the evaluator never holds any other); with "per-row" the
 # rows of one column have different element types, which only object arrays can hold.
