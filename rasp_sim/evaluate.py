@@ -30,8 +30,9 @@ Fractions instead of floats (rasp_sim/semantics.py).
 
 Errors: a failing node raises its RaspError with the node's span and the index (in
 `inputs`) and an abbreviation of the first input it fails on. Memory: before a group runs,
-the peak of the live values is estimated (8 bytes per element: n per s-op, n^2 per
-selector, plus the temporaries of the node being computed); a group that exceeds
+the peak of the live values is estimated (what the arrays hold: 8 bytes per s-op element,
+1 per selector element, plus the temporaries of the node being computed; the values that
+do not depend on the input once, not per input); a group that exceeds
 `memory_limit_bytes` is split into chunks that fit, and if one input alone exceeds it a
 RaspResourceError says so and how to raise the limit. Chunks are also kept near 32 MiB
 whatever the limit, which measured fastest. Values that do not depend on the input
@@ -54,7 +55,6 @@ from .evaluation.elementwise import apply_map
 from .text import short_repr
 
 DEFAULT_MEMORY_LIMIT = 4 * 2**30
-_ELEMENT_BYTES = 8
 # Chunks are also kept near this size even under a high limit: NumPy's large temporaries
 # cost page faults and memory traffic, and measured throughput is best around here.
 _WORKING_SET_BYTES = 32 * 2**20
@@ -194,9 +194,11 @@ def _take_rows(rows: Any, positions: list[int]) -> Any:
     return rows[positions] if isinstance(rows, np.ndarray) else [rows[i] for i in positions]
 
 
-def estimate_bytes(roots: Sequence[graph.Node], n: int) -> int:
-    """Peak memory, in bytes, of evaluating `roots` on one input of length n."""
-    return _Plan(tuple(roots)).peak_bytes(n)
+def estimate_bytes(roots: Sequence[graph.Node], n: int, batch: int = 1) -> int:
+    """Peak memory, in bytes, of evaluating `roots` on `batch` inputs of length n in one
+    chunk."""
+    per_input, fixed = _Plan(tuple(roots)).peak_bytes(n)
+    return fixed + batch * per_input
 
 
 # ------------------------------------------------------------------------------ planning
@@ -225,25 +227,45 @@ class _Plan:
             if node not in keep:
                 self.drops[step].append(node)
 
-    def peak_bytes(self, n: int) -> int:
+    def peak_bytes(self, n: int) -> tuple[int, int]:
+        """(bytes per input, fixed bytes) at the peak of evaluating inputs of length n.
+
+        What the arrays hold: 8 bytes per s-op element (int64, float64, object pointers;
+        a mixed column's mask adds 1), 1 per selector element (bool). The invariant values
+        are one row for the whole group, kept while it runs: the fixed part. Per input,
+        the live values plus the temporaries of the node being computed."""
+        fixed = sum(_value_bytes(node, n) for node in self.invariant)
+        fixed += max((_temporary_bytes(node, n, self.invariant) for node in self.invariant), default=0)
         live = peak = 0
         for step, node in enumerate(self.order):
-            size = _value_elements(node, n)
-            peak = max(peak, live + size + _temporary_elements(node, n))
-            live += size - sum(_value_elements(d, n) for d in set(self.drops[step]))
-        return peak * _ELEMENT_BYTES
+            if node in self.invariant:
+                continue
+            size = _value_bytes(node, n)
+            peak = max(peak, live + size + _temporary_bytes(node, n, self.invariant))
+            live += size - sum(_value_bytes(d, n) for d in set(self.drops[step])
+                               if d not in self.invariant)
+        return peak, fixed
 
 
-def _value_elements(node: graph.Node, n: int) -> int:
-    return n * n if isinstance(node, graph.Selector) else n
+_SOP_ELEMENT_BYTES = 8  # int64, float64, or an object pointer
+_SELECTOR_ELEMENT_BYTES = 1  # bool
 
 
-def _temporary_elements(node: graph.Node, n: int) -> int:
-    if isinstance(node, graph.Aggregate):
-        return 2 * n * n  # the masked values and their running sums (or a cast selector)
+def _value_bytes(node: graph.Node, n: int) -> int:
     if isinstance(node, graph.Selector):
-        return n * n
-    return 2 * n
+        return n * n * _SELECTOR_ELEMENT_BYTES
+    return n * _SOP_ELEMENT_BYTES
+
+
+def _temporary_bytes(node: graph.Node, n: int, invariant: set[graph.Node]) -> int:
+    """The largest temporary of computing `node`, per input: an aggregate through a
+    selector of its own usually casts it to float32 for a matrix product (n^2 float32s;
+    float means that are not integers mask the values as n^2 float64s, twice that);
+    through a selector shared by the batch it gathers rows (a few n). Selects write only
+    their result."""
+    if isinstance(node, graph.Aggregate) and node.selector not in invariant:
+        return n * n * 4
+    return 2 * n * _SOP_ELEMENT_BYTES
 
 
 # ------------------------------------------------------------------------------- running
@@ -305,14 +327,14 @@ def _run_group(
 
 def _chunk_size(plan: _Plan, n: int, limit: int) -> int:
     """Inputs of length n per chunk, within the memory limit and near the working set."""
-    per_input = plan.peak_bytes(n)
-    if per_input > limit:
+    per_input, fixed = plan.peak_bytes(n)
+    if fixed + per_input > limit:
         raise RaspResourceError(
             f"evaluating this program on one input of length {n} needs about "
-            f"{per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
+            f"{fixed + per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
             "with memory_limit_bytes= (rasp-sim: --memory-limit)"
         )
-    return max(1, min(limit, _WORKING_SET_BYTES) // per_input)
+    return max(1, (min(limit, max(_WORKING_SET_BYTES, 2 * fixed)) - fixed) // max(per_input, 1))
 
 
 def _run_chunk(

@@ -750,7 +750,7 @@ def test_values_that_read_no_tokens_are_computed_once_per_group(monkeypatch):
     chunked = evaluate(roots, inputs, memory_limit_bytes=estimate_bytes(roots, 6) * 4)
     assert same_rows([sum(r, []) for r in chunked], [sum(r, []) for r in whole])
     chunks = calls.count(T)
-    assert chunks == 10
+    assert chunks > 2
     for node in g.ancestors(roots):
         reads_tokens = any(a is T for a in g.ancestors([node]))
         assert calls.count(node) == (chunks if reads_tokens else 1), node

@@ -200,7 +200,7 @@ def _float_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
         return _ordered_sums(sel[0], values)
     b = max(sel.shape[0], values.shape[0])
     masked = np.where(sel, np.broadcast_to(values, (b,) + values.shape[1:])[:, None, :], 0.0)
-    return np.cumsum(masked, axis=-1)[..., -1] + 0.0
+    return np.cumsum(masked, axis=-1, out=masked)[..., -1] + 0.0
 
 
 def _ordered_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
