@@ -48,6 +48,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import graph, semantics
+from .evaluation import fusion
 from .errors import RaspError, RaspResourceError, RaspTypeError, Span
 from .evaluation.attention import aggregate, select
 from .evaluation.columns import as_array, concat_rows, constant, from_objects, object_column
@@ -156,33 +157,33 @@ def _run_chunk_defined(
     values: dict[graph.Node, np.ndarray] = {}
     for step, node in enumerate(plan.order):
         try:
-            values[node] = _compute(node, values, rows, exact)
+            values[node] = _compute(node, values, rows, exact, plan.fused.get(node))
         except RaspError:
-            failing = set(_failing_rows(node, values, rows, list(range(len(rows))), exact))
+            failing = set(_failing_rows(plan, node, values, rows, list(range(len(rows))), exact))
             ok = [r for r in range(len(rows)) if r not in failing]
             if not ok:
                 return {}, kept[:0]
             rows, kept = _take_rows(rows, ok), kept[ok]
             values = {k: _take(v, ok) for k, v in values.items()}
-            values[node] = _compute(node, values, rows, exact)
+            values[node] = _compute(node, values, rows, exact, plan.fused.get(node))
         for dropped in plan.drops[step]:
             values.pop(dropped, None)
     return {root: _full_batch(values[root], len(rows)) for root in plan.roots}, kept
 
 
-def _failing_rows(node: graph.Node, values: dict, rows: Any, positions: list[int],
-                  exact: bool) -> list[int]:
+def _failing_rows(plan: _Plan, node: graph.Node, values: dict, rows: Any,
+                  positions: list[int], exact: bool) -> list[int]:
     """The positions among `positions` of the rows `node` fails on, by halving."""
-    sub = {c: _take(values[c], positions) for c in node.children()}
+    sub = {c: _take(values[c], positions) for c in plan.inputs(node)}
     try:
-        _compute(node, sub, _take_rows(rows, positions), exact)
+        _compute(node, sub, _take_rows(rows, positions), exact, plan.fused.get(node))
         return []
     except RaspError:
         if len(positions) == 1:
             return positions
         half = len(positions) // 2
-        return (_failing_rows(node, values, rows, positions[:half], exact)
-                + _failing_rows(node, values, rows, positions[half:], exact))
+        return (_failing_rows(plan, node, values, rows, positions[:half], exact)
+                + _failing_rows(plan, node, values, rows, positions[half:], exact))
 
 
 def _take(value: np.ndarray, positions: list[int]) -> np.ndarray:
@@ -211,21 +212,27 @@ class _Plan:
     roots: tuple[graph.Node, ...]
 
     def __post_init__(self) -> None:
-        self.order = list(graph.ancestors(self.roots))
+        self.fused = fusion.find(list(graph.ancestors(self.roots)))
+        self.order = list(graph.ancestors(self.roots, self.inputs))
         last_use: dict[graph.Node, int] = {}
         for step, node in enumerate(self.order):
-            for child in node.children():
+            for child in self.inputs(node):
                 last_use[child] = step
         keep = set(self.roots)
         # Nodes that read no tokens: the same single row for every chunk of a group.
         self.invariant: set[graph.Node] = set()
         for node in self.order:
-            if not isinstance(node, graph.Tokens) and all(c in self.invariant for c in node.children()):
+            if not isinstance(node, graph.Tokens) and all(c in self.invariant for c in self.inputs(node)):
                 self.invariant.add(node)
         self.drops: list[list[graph.Node]] = [[] for _ in self.order]
         for node, step in last_use.items():
             if node not in keep:
                 self.drops[step].append(node)
+
+    def inputs(self, node: graph.Node) -> Sequence[graph.Node]:
+        """The values `node` is computed from: its children, or its fused pattern's inputs."""
+        fused = self.fused.get(node)
+        return node.children() if fused is None else fused.inputs
 
     def peak_bytes(self, n: int) -> tuple[int, int]:
         """(bytes per input, fixed bytes) at the peak of evaluating inputs of length n.
@@ -235,13 +242,13 @@ class _Plan:
         are one row for the whole group, kept while it runs: the fixed part. Per input,
         the live values plus the temporaries of the node being computed."""
         fixed = sum(_value_bytes(node, n) for node in self.invariant)
-        fixed += max((_temporary_bytes(node, n, self.invariant) for node in self.invariant), default=0)
+        fixed += max((_temporary_bytes(node, n, self) for node in self.invariant), default=0)
         live = peak = 0
         for step, node in enumerate(self.order):
             if node in self.invariant:
                 continue
             size = _value_bytes(node, n)
-            peak = max(peak, live + size + _temporary_bytes(node, n, self.invariant))
+            peak = max(peak, live + size + _temporary_bytes(node, n, self))
             live += size - sum(_value_bytes(d, n) for d in set(self.drops[step])
                                if d not in self.invariant)
         return peak, fixed
@@ -257,13 +264,14 @@ def _value_bytes(node: graph.Node, n: int) -> int:
     return n * _SOP_ELEMENT_BYTES
 
 
-def _temporary_bytes(node: graph.Node, n: int, invariant: set[graph.Node]) -> int:
+def _temporary_bytes(node: graph.Node, n: int, plan: _Plan) -> int:
     """The largest temporary of computing `node`, per input: an aggregate through a
     selector of its own usually casts it to float32 for a matrix product (n^2 float32s;
     float means that are not integers mask the values as n^2 float64s, twice that);
-    through a selector shared by the batch it gathers rows (a few n). Selects write only
-    their result."""
-    if isinstance(node, graph.Aggregate) and node.selector not in invariant:
+    through a selector shared by the batch, or fused (evaluation/fusion.py), it gathers
+    rows (a few n). Selects write only their result."""
+    if (isinstance(node, graph.Aggregate) and node.selector not in plan.invariant
+            and node not in plan.fused):
         return n * n * 4
     return 2 * n * _SOP_ELEMENT_BYTES
 
@@ -358,9 +366,9 @@ def _compute_located(
 ) -> np.ndarray:
     """`_compute`, with a failure located at the first failing input and a span."""
     try:
-        return _compute(node, values, rows, exact)
+        return _compute(node, values, rows, exact, plan.fused.get(node))
     except RaspError as exc:
-        error = _locate(node, values, rows, ids, exact, exc)
+        error = _locate(plan, node, values, rows, ids, exact, exc)
         raise error.with_span(_first_user_span(plan, node)) from None
     except MemoryError:
         raise RaspResourceError(
@@ -375,13 +383,14 @@ def _full_batch(value: Any, b: int) -> np.ndarray:
 
 
 def _locate(
-    node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool, exc: RaspError
+    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool,
+    exc: RaspError,
 ) -> RaspError:
     """Re-run the failing node input by input to name the first input it fails on."""
     for r in range(len(rows)):
-        sub = {c: _row(values[c], r) for c in node.children()}
+        sub = {c: _row(values[c], r) for c in plan.inputs(node)}
         try:
-            _compute(node, sub, rows[r : r + 1], exact)
+            _compute(node, sub, rows[r : r + 1], exact, plan.fused.get(node))
         except RaspError as err:
             where = f"input {ids[r]} ({short_repr(rows[r], 60)})"
             located = type(err)(f"{err.message}, on {where}", err.span or node.span)
@@ -395,7 +404,7 @@ def _first_user_span(plan: _Plan, node: graph.Node) -> Span | None:
     (`tokens_float`, ...) are shared by every program, so their failures are located at
     the first expression of the program that reads them."""
     for user in plan.order:
-        if user.span is not None and any(child is node for child in user.children()):
+        if user.span is not None and any(child is node for child in plan.inputs(user)):
             return user.span
     return None
 
@@ -404,8 +413,11 @@ def _row(value: np.ndarray, r: int) -> np.ndarray:
     return value[r : r + 1] if value.shape[0] > 1 else value
 
 
-def _compute(node: graph.Node, values: dict, rows: Any, exact: bool) -> np.ndarray:
+def _compute(node: graph.Node, values: dict, rows: Any, exact: bool,
+             fused: fusion.Fused | None = None) -> np.ndarray:
     n = len(rows[0])
+    if fused is not None:
+        return fusion.compute(fused, node, [values[c] for c in fused.inputs], n, exact)
     if isinstance(node, graph.Tokens):
         return _tokens(rows, node.kind, exact)
     # Values that are the same for every input of the group (indices, constants, and

@@ -198,6 +198,8 @@ def as_array(arr: Any) -> np.ndarray:
 
 def broadcast(arr: Any, shape: tuple[int, ...]) -> Any:
     """`np.broadcast_to` for every kind of column (a mixed one stays mixed)."""
+    if arr.shape == shape:
+        return arr
     if isinstance(arr, MixedColumn):
         return MixedColumn(np.broadcast_to(arr.values, shape), np.broadcast_to(arr.ints, shape))
     return np.broadcast_to(arr, shape)
