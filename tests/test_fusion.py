@@ -28,10 +28,11 @@ picked = aggregate(select(indices, tokens, ==), tokens, "none");
 reversed = aggregate(select(indices, length - indices - 1, ==), tokens);
 placed = aggregate(select(tokens, indices, ==), indices, -1);
 placed_mean = aggregate(select(tokens, indices, ==), tokens, 0.5);
+size = length;
 before = select(tokens, tokens, <) or (select(tokens, tokens, ==) and select(indices, indices, <));
 """
 NAMES = ["sorted", "sorted_by_length_key", "width", "width_of_shared", "at", "picked",
-         "reversed", "placed", "placed_mean", "before", "before", "before"]
+         "reversed", "placed", "placed_mean", "before", "before", "before", "size"]
 
 
 def _roots() -> dict[str, Any]:
@@ -67,8 +68,9 @@ def test_the_library_patterns_are_fused() -> None:
     kinds = {name: sorted(f.kind for f in ev._Plan((root,)).fused.values())
              for name, root in ROOTS.items()}
     assert kinds["sorted"] == ["before", "scatter", "width"]
-    assert kinds["width"] == ["width"] and kinds["reversed"] == ["gather"]
+    assert kinds["width"] == ["width"] and kinds["reversed"] == ["gather", "width"]
     assert kinds["placed"] == ["scatter"] and kinds["before"] == ["before"]
+    assert kinds["size"] == ["width"]
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

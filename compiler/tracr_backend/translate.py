@@ -35,7 +35,7 @@ from rasp_sim import atom_functions
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
-from . import patterns
+from rasp_sim import library_patterns as patterns
 from .atoms import NOT_CONSTANT, atom_function, total
 from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, VALUE_MAP, ValueSets, is_numeric_column,
                     plain, typed)

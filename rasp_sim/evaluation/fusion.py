@@ -10,8 +10,9 @@ apply to the values at hand it computes the unfused nodes from the same inputs.
   (the last step of the library's `sort`).
 - before: `select(k, k, <) or (select(k, k, ==) and select(indices, indices, <))` (the
   library's `sort`): one compare of the integer key k·n + index (strings by code point).
-- width: the library's `selector_width(s)` (stdlib.rasp: a mean over `s or key0` and
-  `round`): the number of keys each query of s selects, a row count.
+- width: the library's `selector_width(s)` and `length` (stdlib.rasp: a mean over
+  `s or key0` and `round`; rasp_sim/library_patterns.py finds them): the number of keys
+  each query of s selects, a row count.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from .. import graph
+from ..library_patterns import selector_width_of
 from .attention import aggregate, gathered, row_counts, select
 from .columns import INT64_MAX, max_abs
 from .elementwise import _string_ranks, compare
@@ -146,45 +148,9 @@ def _before_of(node: graph.Node) -> Fused | None:
     return Fused("before", (key,))
 
 
-def _is_key0(node: Any) -> bool:
-    return (_is_select(node, "==") and isinstance(node.keys, graph.Indices)
-            and _is_full(node.queries, 0))
-
-
-def _map(node: Any, op: str, arity: int) -> tuple[graph.SOp, ...] | None:
-    if isinstance(node, graph.Map) and node.op == op and len(node.inputs) == arity:
-        return node.inputs
-    return None
-
-
 def _width_of(node: graph.Node) -> Fused | None:
-    """stdlib.rasp's selector_width: round(1 / aggregate(s or key0, indicator(indices ==
-    0)) - 1 + aggregate(s and key0, 1, 0)), key0 = select(indices, 0, ==)."""
-    rounded = _map(node, "round", 1)
-    added = _map(rounded[0], "+", 2) if rounded else None
-    minus = _map(added[0], "-", 2) if added else None
-    if not (added and minus and _is_full(minus[1], 1)):
-        return None
-    divided = _map(minus[0], "/", 2)
-    if not (divided and _is_full(divided[0], 1)):
-        return None
-    share, had = divided[1], added[1]
-    if not (isinstance(share, graph.Aggregate) and isinstance(had, graph.Aggregate)):
-        return None
-    if share.reduction != "mean" or had.reduction != "mean" or not _is_full(had.values, 1):
-        return None
-    if not (type(had.default) is int and had.default == 0):
-        return None
-    plus, only = share.selector, had.selector
-    if not (isinstance(plus, graph.SelectorOr) and isinstance(only, graph.SelectorAnd)):
-        return None
-    if plus.left is not only.left or not (_is_key0(plus.right) and _is_key0(only.right)):
-        return None
-    indicator = _map(share.values, "indicator", 1)
-    first = _map(indicator[0], "==", 2) if indicator else None
-    if not (first and isinstance(first[0], graph.Indices) and _is_full(first[1], 0)):
-        return None
-    return Fused("width", (plus.left,))
+    sel = selector_width_of(node) if isinstance(node, graph.SOp) else None
+    return None if sel is None else Fused("width", (sel,))
 
 
 _MATCHERS: tuple[Callable[[graph.Node], Fused | None], ...] = (_gather_of, _before_of, _width_of)
