@@ -302,7 +302,10 @@ def _as_input(x: Any, i: int) -> Sequence[Any]:
         pass  # an integer row stays an array: a group of them is stacked whole (_group_rows)
     elif not isinstance(x, str):
         try:
-            x = [v.item() if isinstance(v, np.generic) else v for v in x]
+            if any(issubclass(t, np.generic) for t in set(map(type, x))):
+                x = [v.item() if isinstance(v, np.generic) else v for v in x]
+            else:
+                x = list(x)
         except TypeError:
             raise RaspTypeError(f"input {i} is not a sequence: {short_repr(x, 60)}") from None
     if len(x) == 0:

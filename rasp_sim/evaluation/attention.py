@@ -182,8 +182,7 @@ def _reduce(
             return sums / np.maximum(count, 1)
         if kind == "f":
             return sums
-        no_float = ~(sel & ~ints[:, None, :]).any(axis=-1)  # only ints were added
-        return mixed(sums, no_float)
+        return mixed(sums, _selects_no_float(sel, ints))
     objects = as_array(np.broadcast_to(as_array(values), (b,) + values.shape[1:]))
     sel = np.broadcast_to(sel, (b,) + sel.shape[1:])
     multi = np.broadcast_to(multi, (b,) + multi.shape[1:])
@@ -198,6 +197,15 @@ def _reduce(
     if reduction == "sum":
         return from_objects(sums, exact=exact)
     return _finish_objects(sums, count, multi, exact)
+
+
+def _selects_no_float(sel: np.ndarray, ints: np.ndarray) -> np.ndarray:
+    """Where a query selects only int values (their sum is an int): for a selector shared
+    by the batch, a matrix product counting the selected floats."""
+    floats = ~ints
+    if sel.shape[0] == 1:
+        return np.matmul(floats.astype(np.float32), sel[0].T.astype(np.float32)) == 0
+    return ~(sel & floats[:, None, :]).any(axis=-1)
 
 
 def _float_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:

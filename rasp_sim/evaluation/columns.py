@@ -116,11 +116,18 @@ class MixedColumn:
     where `ints`, floats elsewhere), so code that knows nothing of this class stays
     correct, only slower."""
 
-    __slots__ = ("values", "ints")
+    __slots__ = ("values", "ints", "_int_bound")
     dtype = np.dtype(object)
 
     def __init__(self, values: np.ndarray, ints: np.ndarray):
         self.values, self.ints = values, ints
+        self._int_bound: int | None = None
+
+    def int_bound(self) -> int:
+        """The largest |x| of the int entries (computed once: the column is never written)."""
+        if self._int_bound is None:
+            self._int_bound = int(np.abs(self.values, where=self.ints, out=np.zeros(self.shape)).max(initial=0.0))
+        return self._int_bound
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -186,8 +193,7 @@ def numeric_parts(arr: Any) -> tuple[np.ndarray, np.ndarray] | None:
 def int_bound(arr: Any) -> int:
     """The largest |x| of the int entries of a numeric column (0 if none)."""
     if isinstance(arr, MixedColumn):
-        ints = arr.values[arr.ints]
-        return int(np.abs(ints).max(initial=0.0))
+        return arr.int_bound()
     return max_abs(arr) if arr.dtype.kind in "bi" else 0
 
 
