@@ -90,7 +90,7 @@ def evaluate_groups(
     first_index: int = 0,
 ) -> Iterator[tuple[list[int], dict[graph.Node, np.ndarray]]]:
     """`evaluate` one length group at a time, as arrays: the positions in `inputs` of the
-    group's inputs, and each root's value on them (row k is input ids[k]). An int64
+    group's inputs, and each root's value on them (row k is input ids[k]). An int64 or float64
     matrix of inputs (row k is input k) is one group, run without per-input work. Errors name
     the failing input as `first_index` + its position (a caller evaluating a slice of a
     larger batch passes the slice's start)."""
@@ -282,11 +282,11 @@ def _temporary_bytes(node: graph.Node, n: int, plan: _Plan) -> int:
 def _length_groups(inputs: Sequence[Any] | np.ndarray,
                    first_index: int) -> Iterator[tuple[list[int], Any]]:
     """The inputs by length: (positions in `inputs`, the group's rows as `_run_group` takes
-    them) per length, each group stacked only when its turn comes. A non-empty int64
-    matrix (e.g. a file of integer lists read in bulk) is one group already, taken whole
-    without per-input work."""
-    if (isinstance(inputs, np.ndarray) and inputs.ndim == 2 and inputs.dtype == np.int64
-            and inputs.size > 0):
+    them) per length, each group stacked only when its turn comes. A non-empty int64 or
+    float64 matrix (e.g. a file of integer or float lists read in bulk) is one group
+    already, taken whole without per-input work."""
+    if (isinstance(inputs, np.ndarray) and inputs.ndim == 2
+            and inputs.dtype in (np.int64, np.float64) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
     rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]

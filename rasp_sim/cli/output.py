@@ -67,7 +67,7 @@ class Printer:
 def _json_inputs(inputs: "Sequence[Any] | np.ndarray") -> Iterable[str]:
     """Each input as JSON text (integer rows of one length through int_rows_text)."""
     if isinstance(inputs, np.ndarray):  # a matrix read in bulk
-        return int_rows_text(inputs)
+        return int_rows_text(inputs) if inputs.dtype.kind == "i" else map(json_text, inputs.tolist())
     arrays = [x for x in inputs if isinstance(x, np.ndarray)]
     if len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
         return int_rows_text(np.stack(arrays))
