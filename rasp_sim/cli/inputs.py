@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -107,8 +108,6 @@ def _inputs_by_line(text: str, source: Source, exact: bool) -> list[Input | BadI
 # goes line by line.
 _NUMBER_LIST_BYTES = b"0123456789-+.eE,[] \t\r\n"
 _FLOAT_BYTES = b".eE"
-# A JSON integer token: digits not part of a number with a fraction or an exponent.
-_INTEGER_TOKEN = re.compile(r"(?<![\d.eE+-])-?\d+(?![\d.eE])")
 
 
 # Lines parsed per JSON call in bulk: a block's Python ints are freed while still in
@@ -127,7 +126,7 @@ def _number_lists(text: str, exact: bool) -> Entries | None:
     if data.translate(None, _NUMBER_LIST_BYTES):  # a byte outside the set
         return None
     floats = bool(data.translate(None, _FLOAT_BYTES) != data)
-    if floats and (exact or _INTEGER_TOKEN.search(text)):  # ints among floats: by line
+    if floats and exact:
         return None
     lines = [line for line in map(str.strip, text.splitlines()) if line]
     # One list per line, nothing nested, so that a block of lines parsed as one JSON list
@@ -144,6 +143,8 @@ def _number_lists(text: str, exact: bool) -> Entries | None:
         if not all(values):  # an empty input: the line-by-line reader says where
             return None
         if floats:
+            if set(map(type, itertools.chain.from_iterable(values))) != {float}:
+                return None  # ints among the floats: line by line
             blocks.append(_float64_rows(values))
             continue
         try:
