@@ -18,7 +18,8 @@ Public API
 `evaluate_defined(roots, batch, **same) -> (dict[node, np.ndarray], positions)`:
     `evaluate_batch` on the inputs the program does not fail on, and their positions
     (validation: failing inputs are outside the program's domain), found in bulk.
-`estimate_bytes(roots, n)`: the memory estimate for one input of length n.
+`estimate_bytes(roots, n, batch=1)`: the memory estimate for `batch` inputs of length n.
+`traffic_bytes(roots, n)`: the bytes of values read and written per input (benchmarks).
 
 How it runs: inputs are grouped by length; each group is evaluated node by node in
 dependency order (`graph.ancestors`: only what the roots need, each node once, memoised by
@@ -200,6 +201,20 @@ def estimate_bytes(roots: Sequence[graph.Node], n: int, batch: int = 1) -> int:
     chunk."""
     per_input, fixed = _Plan(tuple(roots)).peak_bytes(n)
     return fixed + batch * per_input
+
+
+def traffic_bytes(roots: Sequence[graph.Node], n: int) -> int:
+    """Bytes of value arrays read and written per input of length n: each node that
+    depends on the input writes its value and reads its inputs' (the values shared by the
+    batch are counted once per batch, so not at all per input; temporaries are left out).
+    Divided by memory bandwidth, a lower bound on the time per input (benchmarks)."""
+    plan = _Plan(tuple(roots))
+    total = 0
+    for node in plan.order:
+        if node not in plan.invariant:
+            total += _value_bytes(node, n) + sum(
+                _value_bytes(c, n) for c in plan.inputs(node) if c not in plan.invariant)
+    return total
 
 
 # ------------------------------------------------------------------------------ planning
