@@ -241,17 +241,20 @@ def _float_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _ordered_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Left-to-right sums of `values` (b, n) through one (n, n) selector: step j adds every
-    query's j-th selected key, or 0.0 (a padding column) past its last one."""
-    n = values.shape[-1]
+    """Left-to-right sums of `values` (b, n) through one (n, n) selector: step j adds the
+    j-th selected key of every query that selects more than j keys (queries selecting one
+    key or none are the aggregate's gather or default, and are left at 0)."""
     counts = sel.sum(axis=-1)
     width = int(counts.max(initial=0))
     keys = np.argsort(~sel, axis=-1, kind="stable")[:, :width]  # selected keys, in order
-    keys = np.where(np.arange(width) < counts[:, None], keys, n)
-    padded = np.concatenate([values, np.zeros((values.shape[0], 1))], axis=1)
-    sums = np.zeros((values.shape[0], n))
+    multi = np.flatnonzero(counts >= 2)
+    multi = multi[np.argsort(-counts[multi], kind="stable")]  # widest first: step j adds
+    active = np.searchsorted(-counts[multi], -np.arange(width), side="left")  # to a prefix
+    partial = np.zeros((values.shape[0], len(multi)))
     for j in range(width):
-        sums += padded[:, keys[:, j]]
+        partial[:, :active[j]] += values[:, keys[multi[:active[j]], j]]
+    sums = np.zeros((values.shape[0], sel.shape[0]))
+    sums[:, multi] = partial
     return sums
 
 
