@@ -115,9 +115,8 @@ def evaluate_batch(
 ) -> dict[graph.Node, np.ndarray]:
     """Array-level evaluation of a batch of equal-length inputs."""
     plan = _Plan(tuple(roots))
-    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
-        [_as_input(x, i) for i, x in enumerate(batch)])
-    if len({len(row) for row in rows}) > 1:
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
+    if len(set(map(len, rows))) > 1:
         raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for mixed lengths")
     return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
 
@@ -135,9 +134,8 @@ def evaluate_defined(
     inputs cost one pass of the program plus O(k log B) evaluations of single nodes, not
     a pass per input (what validation needs: failing inputs are outside the domain)."""
     plan = _Plan(tuple(roots))
-    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
-        [_as_input(x, i) for i, x in enumerate(batch)])
-    if len({len(row) for row in rows}) > 1:
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
+    if len(set(map(len, rows))) > 1:
         raise RaspTypeError("evaluate_defined needs inputs of one length")
     n = len(rows[0])
     chunk = _chunk_size(plan, n, memory_limit_bytes)
@@ -304,12 +302,20 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
             and inputs.dtype in (np.int64, np.float64) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
-    rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
+    rows = _as_inputs(inputs, first_index)
     by_length: dict[int, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         by_length[len(row)].append(i)
     for ids in by_length.values():
         yield ids, _group_rows([rows[i] for i in ids])
+
+
+def _as_inputs(inputs: Sequence[Any], first_index: int) -> list:
+    """Every input checked and as `_group_rows` takes it (input i named first_index + i);
+    a list of non-empty strings as it is, checked at C speed."""
+    if set(map(type, inputs)) == {str} and min(map(len, inputs)) > 0:
+        return list(inputs)
+    return [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
 
 
 def _as_input(x: Any, i: int) -> Sequence[Any]:
@@ -468,8 +474,10 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
         if kind in ("asis", "float") and rows.dtype.kind == "f" and not exact:
             return rows.astype(np.float64)
         rows = rows.tolist()
-    if kind in ("asis", "str") and all(type(r) is str and "\0" not in r for r in rows):
-        return np.array(["".join(rows)]).view("U1").reshape(len(rows), len(rows[0]))
+    if kind in ("asis", "str") and set(map(type, rows)) == {str}:
+        text = "".join(rows)
+        if "\0" not in text:
+            return np.array([text]).view("U1").reshape(len(rows), len(rows[0]))
     if kind == "float" and not exact:
         numbers = np.array(rows)  # float(x) of ints, floats and bools is NumPy's cast
         if numbers.dtype.kind in "bif" and numbers.ndim == 2:

@@ -95,6 +95,8 @@ def constant(value: Any, shape: tuple[int, ...], *, exact: bool = False) -> np.n
 def concat_rows(parts: list[Any]) -> Any:
     """Stack chunk results along the batch axis without NumPy's type promotion
     (int64 with float64 would silently turn ints into floats)."""
+    if len(parts) == 1:
+        return parts[0]
     numeric = [numeric_parts(p) for p in parts]
     if any(isinstance(p, MixedColumn) for p in parts) and all(x is not None for x in numeric):
         return mixed(np.concatenate([x[0] for x in numeric if x is not None]),
