@@ -107,4 +107,9 @@ def _is_selector(column: Any, rows: list) -> bool:
 def _list_text(values: Sequence[Any]) -> str:
     # str, not a rounded form: a research tool must not hide the last digits of a float
     # (str of a float is its shortest round-tripping repr), and str of a Fraction is p/q.
+    if set(map(type, values)) <= _REPR_IS_STR:  # the same text, from the list's C repr
+        return str(list(values))
     return "[" + ", ".join(map(str, values)) + "]"
+
+
+_REPR_IS_STR = {int, float}
