@@ -310,7 +310,7 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
         yield ids, _group_rows([rows[i] for i in ids])
 
 
-def _as_inputs(inputs: Sequence[Any], first_index: int) -> list:
+def _as_inputs(inputs: Sequence[Any] | np.ndarray, first_index: int) -> list:
     """Every input checked and as `_group_rows` takes it (input i named first_index + i);
     a list of non-empty strings as it is, checked at C speed."""
     if set(map(type, inputs)) == {str} and min(map(len, inputs)) > 0:

@@ -134,7 +134,7 @@ def _number_lists(text: str, exact: bool) -> Entries | None:
     if not lines or not all(line[0] == "[" and line[-1] == "]" and line.count("[") == 1
                             and line.count("]") == 1 for line in lines):
         return None
-    blocks = []
+    blocks: list[Any] = []
     for start in range(0, len(lines), BLOCK_LINES):
         try:
             values = json.loads("[" + ",".join(lines[start:start + BLOCK_LINES]) + "]")
