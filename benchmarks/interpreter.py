@@ -1,6 +1,11 @@
 """rasp-sim's interpreter + vectorised evaluator vs tracr's evaluator and the original RASP.
 
-    python benchmarks/interpreter.py [--quick] [--original CHECKOUT --original-python PYTHON]
+    python benchmarks/interpreter.py [--quick] [--markdown] [--original CHECKOUT --original-python PYTHON]
+
+Every time is CPU time (`time.process_time`; a child process's from `getrusage`), so other
+jobs on a shared machine slow a run less than they would wall time. The programs compared
+on one batch are timed in turn (ours, tracr, the original, ours, ...) and each reports the
+median of its runs (5, 3 with --quick). --markdown also prints the README's tables.
 
 rasp-sim runs the real user pipeline: each program is RASP source (examples/reverse.rasp,
 examples/histogram.rasp, and one-line programs for sort and length), parsed and run by
@@ -23,6 +28,17 @@ Python with antlr4-python3-runtime 4.9.x and termcolor (--original-python or
 RASP_ORIGINAL_PYTHON); benchmarks/original_driver.py drives it in that Python. On the
 subsamples, rasp-sim's outputs must equal tracr's and the original's (a differential
 check): any mismatch is reported and makes the exit status 1.
+
+At n = 64, sort, hist and reverse are also set against the machine's memory bandwidth:
+the bytes of values the engine reads and writes per input (`rasp_sim.evaluate.
+traffic_bytes`) over the bandwidth of a large NumPy copy, measured in the same run: the
+time per input no evaluation that moves those arrays through DRAM can beat.
+
+The library's constructions (matmul 4x4x4, softmax 4x4, U with n = d = 4, an encoder layer
+with n = d = 2, inverse 4x4, at the input lengths their layouts need) are timed by rasp-sim
+alone, on random float layouts: tracr's evaluator has no program for them (the compiler's
+translator needs a finite vocabulary, and their sums over floats have none), and the
+original lacks the extensions the library uses (`load`, `exp`, `sqrt`, `sum`, `assert`).
 """
 from __future__ import annotations
 
@@ -30,6 +46,8 @@ import argparse
 import json
 import os
 import random
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,10 +56,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
+# As the CLI does: OpenBLAS's thread per core spins on a shared machine, which CPU time
+# counts, and speeds nothing up here. Set before NumPy starts OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 from rasp_sim import graph
-from rasp_sim.evaluate import evaluate_batch
+from rasp_sim.evaluate import evaluate_batch, traffic_bytes
 from rasp_sim.interpreter import Interpreter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,16 +126,17 @@ def random_int_batch(rng: random.Random, n: int, size: int) -> list[list[int]]:
 def cli_outputs(batch: list[list[int]], folder: Path) -> tuple[list[list[Any]], float]:
     """`rasp-sim run examples/sort.rasp --inputs FILE --json` on `batch`, as a user runs
     it (a fresh process: start-up, reading, evaluating, printing): its outputs and the
-    seconds it took."""
+    CPU seconds it took."""
     inputs = folder / "inputs.txt"
     inputs.write_text("".join(json.dumps(x) + "\n" for x in batch))
     command = [sys.executable, "-m", "rasp_sim", "run", str(CLI_PROGRAM), "--inputs",
                str(inputs), "--json"]
-    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     # cwd: outside the repository, whose rasp_sim/ folder would shadow the installed one
     result = subprocess.run(command, capture_output=True, text=True, cwd=folder,
                             env={**os.environ, "TQDM_DISABLE": "1"})
-    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.returncode != 0:
         raise RuntimeError(f"rasp-sim run failed: {result.stderr.strip()}")
     return [json.loads(line)["output"] for line in result.stdout.splitlines()], seconds
@@ -145,10 +168,12 @@ def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> CliRow:
         runs = [cli_outputs(batch, Path(folder)) for _ in range(repeats)]
     outputs, cli_seconds = runs[0][0], min(seconds for _, seconds in runs)
     array = np.array(batch, dtype=np.int64)  # the engine's fastest input: no atom is read
-    engine_rate = _rate(lambda: evaluate_batch([root], array), len(batch), 3)
     sample = batch[:sample_size]
     tracr_sort = tracr_programs()["sort"]
-    tracr_rate = _rate(lambda: tracr_outputs(tracr_sort, sample), sample_size, 1)
+    seconds = interleaved_medians({
+        "engine": lambda: cpu_seconds(lambda: evaluate_batch([root], array)),
+        "tracr": lambda: cpu_seconds(lambda: tracr_outputs(tracr_sort, sample))}, 3)
+    engine_rate, tracr_rate = len(batch) / seconds["engine"], sample_size / seconds["tracr"]
     problem = (f"{len(outputs)} outputs for {len(batch)} inputs" if len(outputs) != len(batch)
                else _first_mismatch(outputs, rasp_sim_outputs(root, batch), batch)
                or _first_mismatch(outputs, tracr_outputs(tracr_sort, sample), sample))
@@ -245,13 +270,31 @@ def random_batch(rng: random.Random, n: int, size: int) -> list[str]:
     return ["".join(rng.choice(ALPHABET) for _ in range(n)) for _ in range(size)]
 
 
-def _rate(fn: Callable[[], object], count: int, repeats: int) -> float:
-    best = float("inf")
+def cpu_seconds(fn: Callable[[], object]) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def interleaved_medians(runs: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
+    """Each run's median CPU seconds over `repeats` rounds; a round runs each once, in
+    turn, so that a change in the machine's load falls on all of them alike. A run returns
+    its own CPU seconds (the original's driver measures its process)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return count / best
+        for name, run in runs.items():
+            times[name].append(run())
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def copy_bandwidth(megabytes: int = 64, repeats: int = 5) -> float:
+    """Bytes per CPU second of a large NumPy copy (read + write), the median of `repeats`."""
+    source = np.ones(megabytes * 2**20 // 8)
+    target = np.empty_like(source)
+    np.copyto(target, source)  # pages mapped before timing
+    seconds = statistics.median(cpu_seconds(lambda: np.copyto(target, source))
+                                for _ in range(repeats))
+    return 2 * source.nbytes / seconds
 
 
 def _first_mismatch(ours: list, theirs: list, batch: list[str]) -> str | None:
@@ -264,6 +307,7 @@ def _first_mismatch(ours: list, theirs: list, batch: list[str]) -> str | None:
 def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller batch and subsamples")
+    parser.add_argument("--markdown", action="store_true", help="also print the README's tables")
     parser.add_argument("--original", default=os.environ.get("RASP_ORIGINAL"),
                         help="a checkout of tech-srl/RASP (default: $RASP_ORIGINAL)")
     parser.add_argument("--original-python",
@@ -277,7 +321,9 @@ def main() -> int:
     args = _parse_args()
     batch_size = 1000 if args.quick else 10_000
     cli_repeats = 1 if args.quick else 3
+    repeats = 3 if args.quick else 5
     sample_size = 20 if args.quick else 200
+    original_sample = sample_size // 10  # the original takes ~50 ms an input at n = 64
     original = None
     if args.original:
         try:
@@ -290,15 +336,18 @@ def main() -> int:
     theirs = tracr_programs()
     print("rasp-sim parse + interpret (once, not in the rates): " + ", ".join(
         f"{name} {1000 * s:.1f} ms" for name, s in interpret_seconds.items()))
-    others = "tracr" + (" and the original" if original else "")
-    print(f"batch: {batch_size} random inputs; {others} timed on the first {sample_size} of "
-          "them (one input at a time) and extrapolated per sequence")
+    print(f"batch: {batch_size} random inputs; tracr timed on the first {sample_size} of them"
+          + (f" and the original on the first {original_sample}" if original else "")
+          + f" (one input at a time), extrapolated per sequence; CPU time, median of {repeats} "
+          "interleaved runs")
     if not original:
         print("original interpreter: not run (give --original CHECKOUT --original-python PYTHON)")
     print(f"{'program':8} {'n':>3} {'rasp-sim seq/s':>15} {'tracr seq/s':>12} "
           f"{'original seq/s':>15} {'vs tracr':>9} {'vs original':>12}")
     rng = random.Random(0)
     mismatches = []
+    table: list[str] = []
+    us_per_seq: dict[tuple[str, int], float] = {}
     for n in (16, 64):
         batch = random_batch(rng, n, batch_size)
         sample = batch[:sample_size]
@@ -307,19 +356,30 @@ def main() -> int:
             problem = _first_mismatch(ours, tracr_outputs(theirs[name], sample), sample)
             if problem:
                 mismatches.append(f"{name} n={n} tracr: {problem}")
-            ours_rate = _rate(lambda: evaluate_batch([root], batch), batch_size, 3)
-            tracr_rate = _rate(lambda: tracr_outputs(theirs[name], sample), sample_size, 1)
-            original_cells = ["-", "-"]
+            runs = {"ours": lambda: cpu_seconds(lambda: evaluate_batch([root], batch)),
+                    "tracr": lambda: cpu_seconds(lambda: tracr_outputs(theirs[name], sample))}
             if original:
-                outputs, seconds = original.run(progs[name], sample)
-                problem = _first_mismatch(ours, outputs, sample)
+                outputs = original.run(progs[name], sample[:original_sample])[0]
+                problem = _first_mismatch(ours, outputs, sample[:original_sample])
                 if problem:
                     mismatches.append(f"{name} n={n} original: {problem}")
-                original_rate = sample_size / seconds
+                runs["original"] = lambda: original.run(progs[name], sample[:original_sample])[1]
+            seconds = interleaved_medians(runs, repeats)
+            ours_rate = batch_size / seconds["ours"]
+            tracr_rate = sample_size / seconds["tracr"]
+            us_per_seq[name, n] = 1e6 / ours_rate
+            original_cells = ["-", "-"]
+            if original:
+                original_rate = original_sample / seconds["original"]
                 original_cells = [f"{original_rate:,.1f}", f"{ours_rate / original_rate:,.0f}x"]
             print(f"{name:8} {n:>3} {ours_rate:>15,.0f} {tracr_rate:>12,.1f} "
                   f"{original_cells[0]:>15} {ours_rate / tracr_rate:>8,.0f}x "
                   f"{original_cells[1]:>12}", flush=True)
+            table.append(f"| {name} | {n} | {ours_rate:,.0f} | {tracr_rate:,.0f} | "
+                         f"{original_cells[0]} | {ours_rate / tracr_rate:,.0f}x | "
+                         f"{original_cells[1]} |")
+    bound_table = dram_bounds(roots, us_per_seq)
+    library_table = library_rows(repeats, 200 if args.quick else 2000)
     if original:
         original.close()
     sizes = (batch_size, 10 * batch_size)
@@ -341,9 +401,72 @@ def main() -> int:
     print(f"CLI start-up (the command on a file of one input): {startup:.3f} s; beyond it, on "
           f"{largest.inputs:,} inputs: {beyond:,.0f} seq/s, {beyond / largest.engine_rate:.2f} "
           "of the engine")
+    if args.markdown:
+        print("\n| program | n | rasp-sim seq/s | tracr seq/s | original seq/s | vs tracr | "
+              "vs original |\n|---|---|---|---|---|---|---|")
+        print("\n".join(table))
+        print("\n| program | n | bytes per input | DRAM bound (us) | measured (us) | "
+              "measured / bound |\n|---|---|---|---|---|---|")
+        print("\n".join(bound_table))
+        print("\n| construction | n | rasp-sim seq/s | us per sequence |\n|---|---|---|---|")
+        print("\n".join(library_table))
     for line in mismatches:
         print(f"MISMATCH {line}", file=sys.stderr)
     return 1 if mismatches else 0
+
+
+def dram_bounds(roots: dict[str, graph.SOp], us_per_seq: dict[tuple[str, int], float]) -> list[str]:
+    """sort, hist and reverse at n = 64 against the memory bandwidth (printed; Markdown
+    rows returned)."""
+    bandwidth = copy_bandwidth()
+    print(f"\nmemory: a 64 MiB NumPy copy moves {bandwidth / 1e9:.1f} GB per CPU second; "
+          "DRAM bound = bytes of values read and written per input / that")
+    print(f"{'program':8} {'n':>3} {'bytes/input':>12} {'bound us':>9} {'measured us':>12} "
+          f"{'ratio':>6}")
+    rows = []
+    for name in ("sort", "hist", "reverse"):
+        touched = traffic_bytes([roots[name]], 64)
+        bound, measured = 1e6 * touched / bandwidth, us_per_seq[name, 64]
+        print(f"{name:8} {64:>3} {touched:>12,} {bound:>9.2f} {measured:>12.2f} "
+              f"{measured / bound:>5.1f}x")
+        rows.append(f"| {name} | 64 | {touched:,} | {bound:.2f} | {measured:.2f} | "
+                    f"{measured / bound:.1f}x |")
+    return rows
+
+
+# The library's constructions at the lengths their layouts need (every position a
+# parameter), as (source, n).
+LIBRARY = {
+    "matmul 4x4x4": ('load "linalg";\ny = matmul(tokens_float, 4, 4, 4);\n', 32),
+    "softmax 4x4": ('load "linalg";\ny = softmax(tokens_float, 4, 4);\n', 16),
+    "U n = d = 4": ('load "attention";\ny = attention(tokens_float, 4, 4, 4, 4, 0.5);\n', 80),
+    "encoder n = d = 2": ('load "attention";\n'
+                          'y = encoder(tokens_float, 2, 2, 2, 2, 1, 2, 0.5, "post");\n', 32),
+    "inverse 4x4": ('load "linalg";\ny = inverse(tokens_float, 4);\n', 16),
+}
+
+
+def library_rows(repeats: int, size: int) -> list[str]:
+    """The library's constructions on `size` random float layouts (printed; Markdown rows
+    returned)."""
+    print(f"\nthe library's constructions, rasp-sim alone, {size} random layouts (uniform in "
+          "[-1, 1]); CPU time, median of runs")
+    print(f"{'construction':18} {'n':>3} {'seq/s':>10} {'us/seq':>8}")
+    rng = np.random.default_rng(0)
+    rows, runs, sizes = [], {}, {}
+    for name, (source, n) in LIBRARY.items():
+        interpreter = Interpreter()
+        interpreter.run_source(source, f"<{name}>")
+        root = interpreter.lookup("y")
+        batch = rng.uniform(-1, 1, (size, n))
+        evaluate_batch([root], batch[:2])  # a failing layout stops here, not in the timing
+        runs[name] = lambda root=root, batch=batch: cpu_seconds(lambda: evaluate_batch([root], batch))
+        sizes[name] = n
+    for name, seconds in interleaved_medians(runs, repeats).items():
+        rate = size / seconds
+        print(f"{name:18} {sizes[name]:>3} {rate:>10,.0f} {1e6 / rate:>8.1f}")
+        rows.append(f"| {name} | {sizes[name]} | {rate:,.0f} | {1e6 / rate:.1f} |")
+    return rows
 
 
 if __name__ == "__main__":

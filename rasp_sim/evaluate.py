@@ -18,7 +18,8 @@ Public API
 `evaluate_defined(roots, batch, **same) -> (dict[node, np.ndarray], positions)`:
     `evaluate_batch` on the inputs the program does not fail on, and their positions
     (validation: failing inputs are outside the program's domain), found in bulk.
-`estimate_bytes(roots, n)`: the memory estimate for one input of length n.
+`estimate_bytes(roots, n, batch=1)`: the memory estimate for `batch` inputs of length n.
+`traffic_bytes(roots, n)`: the bytes of values read and written per input (benchmarks).
 
 How it runs: inputs are grouped by length; each group is evaluated node by node in
 dependency order (`graph.ancestors`: only what the roots need, each node once, memoised by
@@ -30,8 +31,9 @@ Fractions instead of floats (rasp_sim/semantics.py).
 
 Errors: a failing node raises its RaspError with the node's span and the index (in
 `inputs`) and an abbreviation of the first input it fails on. Memory: before a group runs,
-the peak of the live values is estimated (8 bytes per element: n per s-op, n^2 per
-selector, plus the temporaries of the node being computed); a group that exceeds
+the peak of the live values is estimated (what the arrays hold: 8 bytes per s-op element,
+1 per selector element, plus the temporaries of the node being computed; the values that
+do not depend on the input once, not per input); a group that exceeds
 `memory_limit_bytes` is split into chunks that fit, and if one input alone exceeds it a
 RaspResourceError says so and how to raise the limit. Chunks are also kept near 32 MiB
 whatever the limit, which measured fastest. Values that do not depend on the input
@@ -47,14 +49,14 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import graph, semantics
+from .evaluation import fusion
 from .errors import RaspError, RaspResourceError, RaspTypeError, Span
 from .evaluation.attention import aggregate, select
-from .evaluation.columns import concat_rows, constant, from_objects, object_column
+from .evaluation.columns import as_array, concat_rows, constant, from_objects, object_column
 from .evaluation.elementwise import apply_map
 from .text import short_repr
 
 DEFAULT_MEMORY_LIMIT = 4 * 2**30
-_ELEMENT_BYTES = 8
 # Chunks are also kept near this size even under a high limit: NumPy's large temporaries
 # cost page faults and memory traffic, and measured throughput is best around here.
 _WORKING_SET_BYTES = 32 * 2**20
@@ -89,7 +91,7 @@ def evaluate_groups(
     first_index: int = 0,
 ) -> Iterator[tuple[list[int], dict[graph.Node, np.ndarray]]]:
     """`evaluate` one length group at a time, as arrays: the positions in `inputs` of the
-    group's inputs, and each root's value on them (row k is input ids[k]). An int64
+    group's inputs, and each root's value on them (row k is input ids[k]). An int64 or float64
     matrix of inputs (row k is input k) is one group, run without per-input work. Errors name
     the failing input as `first_index` + its position (a caller evaluating a slice of a
     larger batch passes the slice's start)."""
@@ -113,9 +115,8 @@ def evaluate_batch(
 ) -> dict[graph.Node, np.ndarray]:
     """Array-level evaluation of a batch of equal-length inputs."""
     plan = _Plan(tuple(roots))
-    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
-        [_as_input(x, i) for i, x in enumerate(batch)])
-    if len({len(row) for row in rows}) > 1:
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
+    if len(set(map(len, rows))) > 1:
         raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for mixed lengths")
     return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
 
@@ -133,9 +134,8 @@ def evaluate_defined(
     inputs cost one pass of the program plus O(k log B) evaluations of single nodes, not
     a pass per input (what validation needs: failing inputs are outside the domain)."""
     plan = _Plan(tuple(roots))
-    rows = batch if isinstance(batch, np.ndarray) else _group_rows(
-        [_as_input(x, i) for i, x in enumerate(batch)])
-    if len({len(row) for row in rows}) > 1:
+    rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
+    if len(set(map(len, rows))) > 1:
         raise RaspTypeError("evaluate_defined needs inputs of one length")
     n = len(rows[0])
     chunk = _chunk_size(plan, n, memory_limit_bytes)
@@ -156,33 +156,33 @@ def _run_chunk_defined(
     values: dict[graph.Node, np.ndarray] = {}
     for step, node in enumerate(plan.order):
         try:
-            values[node] = _compute(node, values, rows, exact)
+            values[node] = _compute(node, values, rows, exact, plan.fused.get(node))
         except RaspError:
-            failing = set(_failing_rows(node, values, rows, list(range(len(rows))), exact))
+            failing = set(_failing_rows(plan, node, values, rows, list(range(len(rows))), exact))
             ok = [r for r in range(len(rows)) if r not in failing]
             if not ok:
                 return {}, kept[:0]
             rows, kept = _take_rows(rows, ok), kept[ok]
             values = {k: _take(v, ok) for k, v in values.items()}
-            values[node] = _compute(node, values, rows, exact)
+            values[node] = _compute(node, values, rows, exact, plan.fused.get(node))
         for dropped in plan.drops[step]:
             values.pop(dropped, None)
     return {root: _full_batch(values[root], len(rows)) for root in plan.roots}, kept
 
 
-def _failing_rows(node: graph.Node, values: dict, rows: Any, positions: list[int],
-                  exact: bool) -> list[int]:
+def _failing_rows(plan: _Plan, node: graph.Node, values: dict, rows: Any,
+                  positions: list[int], exact: bool) -> list[int]:
     """The positions among `positions` of the rows `node` fails on, by halving."""
-    sub = {c: _take(values[c], positions) for c in node.children()}
+    sub = {c: _take(values[c], positions) for c in plan.inputs(node)}
     try:
-        _compute(node, sub, _take_rows(rows, positions), exact)
+        _compute(node, sub, _take_rows(rows, positions), exact, plan.fused.get(node))
         return []
     except RaspError:
         if len(positions) == 1:
             return positions
         half = len(positions) // 2
-        return (_failing_rows(node, values, rows, positions[:half], exact)
-                + _failing_rows(node, values, rows, positions[half:], exact))
+        return (_failing_rows(plan, node, values, rows, positions[:half], exact)
+                + _failing_rows(plan, node, values, rows, positions[half:], exact))
 
 
 def _take(value: np.ndarray, positions: list[int]) -> np.ndarray:
@@ -194,9 +194,25 @@ def _take_rows(rows: Any, positions: list[int]) -> Any:
     return rows[positions] if isinstance(rows, np.ndarray) else [rows[i] for i in positions]
 
 
-def estimate_bytes(roots: Sequence[graph.Node], n: int) -> int:
-    """Peak memory, in bytes, of evaluating `roots` on one input of length n."""
-    return _Plan(tuple(roots)).peak_bytes(n)
+def estimate_bytes(roots: Sequence[graph.Node], n: int, batch: int = 1) -> int:
+    """Peak memory, in bytes, of evaluating `roots` on `batch` inputs of length n in one
+    chunk."""
+    per_input, fixed = _Plan(tuple(roots)).peak_bytes(n)
+    return fixed + batch * per_input
+
+
+def traffic_bytes(roots: Sequence[graph.Node], n: int) -> int:
+    """Bytes of value arrays read and written per input of length n: each node that
+    depends on the input writes its value and reads its inputs' (the values shared by the
+    batch are counted once per batch, so not at all per input; temporaries are left out).
+    Divided by memory bandwidth, a lower bound on the time per input (benchmarks)."""
+    plan = _Plan(tuple(roots))
+    total = 0
+    for node in plan.order:
+        if node not in plan.invariant:
+            total += _value_bytes(node, n) + sum(
+                _value_bytes(c, n) for c in plan.inputs(node) if c not in plan.invariant)
+    return total
 
 
 # ------------------------------------------------------------------------------ planning
@@ -209,41 +225,68 @@ class _Plan:
     roots: tuple[graph.Node, ...]
 
     def __post_init__(self) -> None:
-        self.order = list(graph.ancestors(self.roots))
+        self.fused = fusion.find(list(graph.ancestors(self.roots)))
+        self.order = list(graph.ancestors(self.roots, self.inputs))
         last_use: dict[graph.Node, int] = {}
         for step, node in enumerate(self.order):
-            for child in node.children():
+            for child in self.inputs(node):
                 last_use[child] = step
         keep = set(self.roots)
         # Nodes that read no tokens: the same single row for every chunk of a group.
         self.invariant: set[graph.Node] = set()
         for node in self.order:
-            if not isinstance(node, graph.Tokens) and all(c in self.invariant for c in node.children()):
+            if not isinstance(node, graph.Tokens) and all(c in self.invariant for c in self.inputs(node)):
                 self.invariant.add(node)
         self.drops: list[list[graph.Node]] = [[] for _ in self.order]
         for node, step in last_use.items():
             if node not in keep:
                 self.drops[step].append(node)
 
-    def peak_bytes(self, n: int) -> int:
+    def inputs(self, node: graph.Node) -> Sequence[graph.Node]:
+        """The values `node` is computed from: its children, or its fused pattern's inputs."""
+        fused = self.fused.get(node)
+        return node.children() if fused is None else fused.inputs
+
+    def peak_bytes(self, n: int) -> tuple[int, int]:
+        """(bytes per input, fixed bytes) at the peak of evaluating inputs of length n.
+
+        What the arrays hold: 8 bytes per s-op element (int64, float64, object pointers;
+        a mixed column's mask adds 1), 1 per selector element (bool). The invariant values
+        are one row for the whole group, kept while it runs: the fixed part. Per input,
+        the live values plus the temporaries of the node being computed."""
+        fixed = sum(_value_bytes(node, n) for node in self.invariant)
+        fixed += max((_temporary_bytes(node, n, self) for node in self.invariant), default=0)
         live = peak = 0
         for step, node in enumerate(self.order):
-            size = _value_elements(node, n)
-            peak = max(peak, live + size + _temporary_elements(node, n))
-            live += size - sum(_value_elements(d, n) for d in set(self.drops[step]))
-        return peak * _ELEMENT_BYTES
+            if node in self.invariant:
+                continue
+            size = _value_bytes(node, n)
+            peak = max(peak, live + size + _temporary_bytes(node, n, self))
+            live += size - sum(_value_bytes(d, n) for d in set(self.drops[step])
+                               if d not in self.invariant)
+        return peak, fixed
 
 
-def _value_elements(node: graph.Node, n: int) -> int:
-    return n * n if isinstance(node, graph.Selector) else n
+_SOP_ELEMENT_BYTES = 8  # int64, float64, or an object pointer
+_SELECTOR_ELEMENT_BYTES = 1  # bool
 
 
-def _temporary_elements(node: graph.Node, n: int) -> int:
-    if isinstance(node, graph.Aggregate):
-        return 2 * n * n  # the masked values and their running sums (or a cast selector)
+def _value_bytes(node: graph.Node, n: int) -> int:
     if isinstance(node, graph.Selector):
-        return n * n
-    return 2 * n
+        return n * n * _SELECTOR_ELEMENT_BYTES
+    return n * _SOP_ELEMENT_BYTES
+
+
+def _temporary_bytes(node: graph.Node, n: int, plan: _Plan) -> int:
+    """The largest temporary of computing `node`, per input: an aggregate through a
+    selector of its own usually casts it to float32 for a matrix product (n^2 float32s;
+    float means that are not integers mask the values as n^2 float64s, twice that);
+    through a selector shared by the batch, or fused (evaluation/fusion.py), it gathers
+    rows (a few n). Selects write only their result."""
+    if (isinstance(node, graph.Aggregate) and node.selector not in plan.invariant
+            and node not in plan.fused):
+        return n * n * 4
+    return 2 * n * _SOP_ELEMENT_BYTES
 
 
 # ------------------------------------------------------------------------------- running
@@ -252,14 +295,14 @@ def _temporary_elements(node: graph.Node, n: int) -> int:
 def _length_groups(inputs: Sequence[Any] | np.ndarray,
                    first_index: int) -> Iterator[tuple[list[int], Any]]:
     """The inputs by length: (positions in `inputs`, the group's rows as `_run_group` takes
-    them) per length, each group stacked only when its turn comes. A non-empty int64
-    matrix (e.g. a file of integer lists read in bulk) is one group already, taken whole
-    without per-input work."""
-    if (isinstance(inputs, np.ndarray) and inputs.ndim == 2 and inputs.dtype == np.int64
-            and inputs.size > 0):
+    them) per length, each group stacked only when its turn comes. A non-empty int64 or
+    float64 matrix (e.g. a file of integer or float lists read in bulk) is one group
+    already, taken whole without per-input work."""
+    if (isinstance(inputs, np.ndarray) and inputs.ndim == 2
+            and inputs.dtype in (np.int64, np.float64) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
-    rows = [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
+    rows = _as_inputs(inputs, first_index)
     by_length: dict[int, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         by_length[len(row)].append(i)
@@ -267,12 +310,23 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
         yield ids, _group_rows([rows[i] for i in ids])
 
 
+def _as_inputs(inputs: Sequence[Any] | np.ndarray, first_index: int) -> list:
+    """Every input checked and as `_group_rows` takes it (input i named first_index + i);
+    a list of non-empty strings as it is, checked at C speed."""
+    if set(map(type, inputs)) == {str} and min(map(len, inputs)) > 0:
+        return list(inputs)
+    return [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
+
+
 def _as_input(x: Any, i: int) -> Sequence[Any]:
     if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind == "i":
         pass  # an integer row stays an array: a group of them is stacked whole (_group_rows)
     elif not isinstance(x, str):
         try:
-            x = [v.item() if isinstance(v, np.generic) else v for v in x]
+            if any(issubclass(t, np.generic) for t in set(map(type, x))):
+                x = [v.item() if isinstance(v, np.generic) else v for v in x]
+            else:
+                x = list(x)
         except TypeError:
             raise RaspTypeError(f"input {i} is not a sequence: {short_repr(x, 60)}") from None
     if len(x) == 0:
@@ -305,14 +359,14 @@ def _run_group(
 
 def _chunk_size(plan: _Plan, n: int, limit: int) -> int:
     """Inputs of length n per chunk, within the memory limit and near the working set."""
-    per_input = plan.peak_bytes(n)
-    if per_input > limit:
+    per_input, fixed = plan.peak_bytes(n)
+    if fixed + per_input > limit:
         raise RaspResourceError(
             f"evaluating this program on one input of length {n} needs about "
-            f"{per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
+            f"{fixed + per_input:,} bytes, above the memory limit of {limit:,} bytes; raise it "
             "with memory_limit_bytes= (rasp-sim: --memory-limit)"
         )
-    return max(1, min(limit, _WORKING_SET_BYTES) // per_input)
+    return max(1, (min(limit, max(_WORKING_SET_BYTES, 2 * fixed)) - fixed) // max(per_input, 1))
 
 
 def _run_chunk(
@@ -336,9 +390,9 @@ def _compute_located(
 ) -> np.ndarray:
     """`_compute`, with a failure located at the first failing input and a span."""
     try:
-        return _compute(node, values, rows, exact)
+        return _compute(node, values, rows, exact, plan.fused.get(node))
     except RaspError as exc:
-        error = _locate(node, values, rows, ids, exact, exc)
+        error = _locate(plan, node, values, rows, ids, exact, exc)
         raise error.with_span(_first_user_span(plan, node)) from None
     except MemoryError:
         raise RaspResourceError(
@@ -347,18 +401,20 @@ def _compute_located(
         ) from None
 
 
-def _full_batch(value: np.ndarray, b: int) -> np.ndarray:
-    return np.broadcast_to(value, (b,) + value.shape[1:])
+def _full_batch(value: Any, b: int) -> np.ndarray:
+    """A root's value as handed out: an ndarray (a mixed int/float column as its atoms)."""
+    return np.broadcast_to(as_array(value), (b,) + value.shape[1:])
 
 
 def _locate(
-    node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool, exc: RaspError
+    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool,
+    exc: RaspError,
 ) -> RaspError:
     """Re-run the failing node input by input to name the first input it fails on."""
     for r in range(len(rows)):
-        sub = {c: _row(values[c], r) for c in node.children()}
+        sub = {c: _row(values[c], r) for c in plan.inputs(node)}
         try:
-            _compute(node, sub, rows[r : r + 1], exact)
+            _compute(node, sub, rows[r : r + 1], exact, plan.fused.get(node))
         except RaspError as err:
             where = f"input {ids[r]} ({short_repr(rows[r], 60)})"
             located = type(err)(f"{err.message}, on {where}", err.span or node.span)
@@ -372,7 +428,7 @@ def _first_user_span(plan: _Plan, node: graph.Node) -> Span | None:
     (`tokens_float`, ...) are shared by every program, so their failures are located at
     the first expression of the program that reads them."""
     for user in plan.order:
-        if user.span is not None and any(child is node for child in user.children()):
+        if user.span is not None and any(child is node for child in plan.inputs(user)):
             return user.span
     return None
 
@@ -381,8 +437,11 @@ def _row(value: np.ndarray, r: int) -> np.ndarray:
     return value[r : r + 1] if value.shape[0] > 1 else value
 
 
-def _compute(node: graph.Node, values: dict, rows: Any, exact: bool) -> np.ndarray:
+def _compute(node: graph.Node, values: dict, rows: Any, exact: bool,
+             fused: fusion.Fused | None = None) -> np.ndarray:
     n = len(rows[0])
+    if fused is not None:
+        return fusion.compute(fused, node, [values[c] for c in fused.inputs], n, exact)
     if isinstance(node, graph.Tokens):
         return _tokens(rows, node.kind, exact)
     # Values that are the same for every input of the group (indices, constants, and
@@ -412,9 +471,17 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
     if isinstance(rows, np.ndarray):
         if kind in ("asis", "int") and rows.dtype.kind == "i":
             return rows.astype(np.int64)
+        if kind in ("asis", "float") and rows.dtype.kind == "f" and not exact:
+            return rows.astype(np.float64)
         rows = rows.tolist()
-    if kind in ("asis", "str") and all(type(r) is str and "\0" not in r for r in rows):
-        return np.array(["".join(rows)]).view("U1").reshape(len(rows), len(rows[0]))
+    if kind in ("asis", "str") and set(map(type, rows)) == {str}:
+        text = "".join(rows)
+        if "\0" not in text:
+            return np.array([text]).view("U1").reshape(len(rows), len(rows[0]))
+    if kind == "float" and not exact:
+        numbers = np.array(rows)  # float(x) of ints, floats and bools is NumPy's cast
+        if numbers.dtype.kind in "bif" and numbers.ndim == 2:
+            return numbers.astype(np.float64)
     if kind in ("asis", "int") and all(type(x) is int for r in rows for x in r):
         try:
             return np.array(rows, dtype=np.int64)

@@ -15,7 +15,7 @@ compiler lower it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Sequence, Union, cast
 
 from .errors import Span
 
@@ -207,8 +207,13 @@ GraphValue = Union[SOp, Selector]
 # ---------------------------------------------------------------------------- walking
 
 
-def ancestors(roots: "Node | tuple[Node, ...] | list[Node]") -> Iterator[Node]:
-    """Every node `roots` depend on (roots included), each once, children before parents."""
+def ancestors(
+    roots: "Node | tuple[Node, ...] | list[Node]",
+    children: "Callable[[Node], Sequence[Node]] | None" = None,
+) -> Iterator[Node]:
+    """Every node `roots` depend on (roots included), each once, children before parents;
+    `children(node)` in place of `node.children()` if given (the evaluator's fused nodes
+    depend on their pattern's inputs)."""
     if isinstance(roots, Node):
         roots = (roots,)
     seen: set[int] = set()
@@ -223,7 +228,7 @@ def ancestors(roots: "Node | tuple[Node, ...] | list[Node]") -> Iterator[Node]:
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for child in reversed(node.children()):
+        for child in reversed(node.children() if children is None else children(node)):
             if id(child) not in seen:
                 stack.append((child, False))
     return iter(order)

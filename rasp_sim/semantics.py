@@ -297,6 +297,9 @@ def atom_type(x: Any) -> SeqType | None:
 
 def sequence_type(values: Sequence[Any]) -> SeqType:
     """The type label of a whole column (6.2), or RaspTypeError."""
+    types = set(map(type, values))  # at C speed; subclasses go element by element
+    if types <= _LABEL_OF_TYPE.keys():
+        return _sequence_label({_LABEL_OF_TYPE[t] for t in types}, values)
     labels: set[SeqType] = set()
     for v in values:
         label = atom_type(v)
@@ -306,6 +309,14 @@ def sequence_type(values: Sequence[Any]) -> SeqType:
                 f"(vals must be bool, float, int or string): {short_repr(list(values), 120)}"
             )
         labels.add(label)
+    return _sequence_label(labels, values)
+
+
+_LABEL_OF_TYPE: dict[type, SeqType] = {
+    str: "string", bool: "bool", int: "int", float: "float", Fraction: "float"}
+
+
+def _sequence_label(labels: set[SeqType], values: Sequence[Any]) -> SeqType:
     if len(labels) <= 1:
         return labels.pop() if labels else "string"  # the original's label for []
     if labels <= {"bool", "int"}:

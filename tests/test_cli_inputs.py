@@ -124,7 +124,7 @@ def test_resource_limit_fails_only_the_inputs_it_concerns(capsys, tmp_path):
     first, second, third = out.splitlines()
     assert first == 'w("ab") = [0, 1] (ints)' and third == 'w("abc") = [0, 1, 2] (ints)'
     assert second.startswith("resource limit: evaluating this program on one input of "
-                             "length 400 needs about 6,409,600 bytes, above the memory limit "
+                             "length 400 needs about 172,800 bytes, above the memory limit "
                              "of 65,536 bytes")
 
 

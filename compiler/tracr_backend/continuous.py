@@ -37,7 +37,7 @@ from rasp_sim.errors import RaspError
 from .atoms import NOT_CONSTANT, atom_function
 from .bases import ValueSets, plain, typed
 from .checks import MAX_TABLE, Unsupported, describe
-from .patterns import LayerNormParts, layer_norm_of
+from rasp_sim.library_patterns import LayerNormParts, layer_norm_of
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
 

@@ -35,7 +35,8 @@ from rasp_sim import atom_functions
 from rasp_sim import graph as g
 from rasp_sim.errors import RaspError
 
-from . import patterns, predicates
+from rasp_sim import library_patterns as patterns
+from . import predicates
 from .atoms import NOT_CONSTANT, atom_function, total
 from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
                     is_numeric_column, plain, typed)

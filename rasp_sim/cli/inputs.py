@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -76,9 +77,10 @@ def read_inputs_file(path: str, *, max_bytes: int, exact: bool = False) -> Entri
     BadInput whose error points into the line. A file over `max_bytes` is refused unread.
 
     A file of integer lists of one length (a generated batch) comes back as one int64
-    matrix, row k the k-th input: read in bulk, it holds no BadInput."""
+    matrix, row k the k-th input, and one of float lists (every number with a fraction
+    or an exponent) as one float64 matrix: read in bulk, they hold no BadInput."""
     text = _read_text(path, max_bytes)
-    bulk = _integer_lists(text)
+    bulk = _number_lists(text, exact)
     if bulk is not None:
         return bulk
     entries = _inputs_by_line(text, Source(path, text), exact)
@@ -101,9 +103,11 @@ def _inputs_by_line(text: str, source: Source, exact: bool) -> list[Input | BadI
     return entries
 
 
-# The bytes of a file that may be all integer lists: digits, signs, commas, brackets and
-# JSON's whitespace. Anything else (a float, a string, true) goes line by line.
-_INTEGER_LIST_BYTES = b"0123456789-,[] \t\r\n"
+# The bytes of a file that may be all number lists: digits, signs, the decimal point and
+# exponent, commas, brackets and JSON's whitespace. Anything else (a string, true, NaN)
+# goes line by line.
+_NUMBER_LIST_BYTES = b"0123456789-+.eE,[] \t\r\n"
+_FLOAT_BYTES = b".eE"
 
 
 # Lines parsed per JSON call in bulk: a block's Python ints are freed while still in
@@ -111,12 +115,18 @@ _INTEGER_LIST_BYTES = b"0123456789-,[] \t\r\n"
 BLOCK_LINES = 512
 
 
-def _integer_lists(text: str) -> Entries | None:
+def _number_lists(text: str, exact: bool) -> Entries | None:
     """The inputs of `text` when every non-blank line is a non-empty JSON list of int64
-    integers, read in bulk (the line-by-line parse costs ~10 us a line in Python): one
-    matrix if they share a length, else one array per line. None for any other text,
-    which the line-by-line reader handles, errors and their places included."""
-    if text.encode().translate(None, _INTEGER_LIST_BYTES):  # a byte outside the set
+    integers, or of floats only (not in exact mode: there a float is the decimal it
+    spells), read in bulk (the line-by-line parse costs ~10 us a line in Python): one
+    matrix if they share a length, else one array (ints) or list (floats) per line. None
+    for any other text, which the line-by-line reader handles, errors and their places
+    included."""
+    data = text.encode()
+    if data.translate(None, _NUMBER_LIST_BYTES):  # a byte outside the set
+        return None
+    floats = bool(data.translate(None, _FLOAT_BYTES) != data)
+    if floats and exact:
         return None
     lines = [line for line in map(str.strip, text.splitlines()) if line]
     # One list per line, nothing nested, so that a block of lines parsed as one JSON list
@@ -124,7 +134,7 @@ def _integer_lists(text: str) -> Entries | None:
     if not lines or not all(line[0] == "[" and line[-1] == "]" and line.count("[") == 1
                             and line.count("]") == 1 for line in lines):
         return None
-    blocks = []
+    blocks: list[Any] = []
     for start in range(0, len(lines), BLOCK_LINES):
         try:
             values = json.loads("[" + ",".join(lines[start:start + BLOCK_LINES]) + "]")
@@ -132,6 +142,11 @@ def _integer_lists(text: str) -> Entries | None:
             return None
         if not all(values):  # an empty input: the line-by-line reader says where
             return None
+        if floats:
+            if set(map(type, itertools.chain.from_iterable(values))) != {float}:
+                return None  # ints among the floats: line by line
+            blocks.append(_float64_rows(values))
+            continue
         try:
             blocks.append(_int64_rows(values))
         except OverflowError:  # beyond int64: Python ints, checked against MAX_INT_BITS
@@ -148,6 +163,13 @@ def _int64_rows(values: list[list[int]]) -> "np.ndarray | list[np.ndarray]":
     if len({len(value) for value in values}) == 1:
         return np.array(values, dtype=np.int64)
     return [np.array(value, dtype=np.int64) for value in values]
+
+
+def _float64_rows(values: list[list[float]]) -> "np.ndarray | list[list[float]]":
+    """Float lists as one float64 matrix if they share a length, else as they are."""
+    if len({len(value) for value in values}) == 1:
+        return np.array(values, dtype=np.float64)
+    return values
 
 
 def _read_text(path: str, max_bytes: int) -> str:

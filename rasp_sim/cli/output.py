@@ -67,7 +67,7 @@ class Printer:
 def _json_inputs(inputs: "Sequence[Any] | np.ndarray") -> Iterable[str]:
     """Each input as JSON text (integer rows of one length through int_rows_text)."""
     if isinstance(inputs, np.ndarray):  # a matrix read in bulk
-        return int_rows_text(inputs)
+        return int_rows_text(inputs) if inputs.dtype.kind == "i" else map(json_text, inputs.tolist())
     arrays = [x for x in inputs if isinstance(x, np.ndarray)]
     if len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
         return int_rows_text(np.stack(arrays))
@@ -107,4 +107,9 @@ def _is_selector(column: Any, rows: list) -> bool:
 def _list_text(values: Sequence[Any]) -> str:
     # str, not a rounded form: a research tool must not hide the last digits of a float
     # (str of a float is its shortest round-tripping repr), and str of a Fraction is p/q.
+    if set(map(type, values)) <= _REPR_IS_STR:  # the same text, from the list's C repr
+        return str(list(values))
     return "[" + ", ".join(map(str, values)) + "]"
+
+
+_REPR_IS_STR = {int, float}

@@ -30,9 +30,14 @@ from ..atom_functions import UNARY_OPS, atom_function
 from .columns import (
     FLOAT_EXACT_INT,
     INT64_MAX,
+    MixedColumn,
+    as_array,
     float_view,
     from_objects,
+    int_bound,
     max_abs,
+    mixed,
+    numeric_parts,
     object_column,
     truth,
 )
@@ -51,7 +56,7 @@ def generic(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: b
     """The object path: the atom function on every element (broadcasting like NumPy)."""
     fn = atom_function(op, params, exact=exact)
     with np.errstate(all="ignore"):  # NaN comparisons set C's "invalid" flag: not an error
-        out = np.frompyfunc(fn, len(cols), 1)(*cols)
+        out = np.frompyfunc(fn, len(cols), 1)(*map(as_array, cols))
     return from_objects(np.asarray(out, dtype=object), exact=exact)
 
 
@@ -66,7 +71,8 @@ def compare(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray:
     out = _fast_binary(op, a, b, exact)
     if out is None:
         with np.errstate(all="ignore"):
-            out = np.frompyfunc(atom_function(op, exact=exact), 2, 1)(a, b).astype(bool)
+            out = np.frompyfunc(atom_function(op, exact=exact), 2, 1)(
+                as_array(a), as_array(b)).astype(bool)
     return out
 
 
@@ -93,11 +99,16 @@ def _fast(op: str, cols: Sequence[np.ndarray], params: Sequence[Any], exact: boo
     return _fast_binary(op, cols[0], cols[1], exact)
 
 
-def _fast_where(cond: np.ndarray, then: np.ndarray, otherwise: np.ndarray) -> np.ndarray | None:
+def _fast_where(cond: Any, then: Any, otherwise: Any) -> Any:
     t = truth(cond)
-    if t is None or then.dtype.kind != otherwise.dtype.kind or then.dtype.kind == "O":
+    if t is None:
         return None
-    return np.where(t, then, otherwise)
+    if then.dtype.kind == otherwise.dtype.kind != "O":
+        return np.where(t, then, otherwise)
+    a, b = numeric_parts(then), numeric_parts(otherwise)  # ints and floats: a mixed column
+    if a is None or b is None:
+        return None
+    return mixed(np.where(t, a[0], b[0]), np.where(t, a[1], b[1]))
 
 
 def _assert(condition: np.ndarray, message: str, notes: Sequence[str]) -> np.ndarray:
@@ -121,9 +132,12 @@ def _via_unique(fn: Callable[[Any], Any], x: np.ndarray, exact: bool) -> np.ndar
     return from_objects(table[inverse.reshape(x.shape)], exact=exact)
 
 
-def _fast_unary(op: str, x: np.ndarray, exact: bool) -> np.ndarray | None:
-    if op in ("round", "sqrt", "indicator") and x.dtype == object:
-        x = _or_float_view(x)
+def _fast_unary(op: str, x: Any, exact: bool) -> Any:
+    if isinstance(x, MixedColumn):
+        if op in ("neg", "abs", "pos"):  # each element keeps its type
+            values = np.negative(x.values) if op == "neg" else np.abs(x.values) if op == "abs" else x.values
+            return mixed(values, x.ints)
+        x = x.values  # round, sqrt, indicator: the same for an int and its float
     kind = x.dtype.kind
     if kind not in "bif":
         return None
@@ -153,12 +167,32 @@ def _fast_unary(op: str, x: np.ndarray, exact: bool) -> np.ndarray | None:
     return None  # exp, log: see the module docstring
 
 
-def _or_float_view(x: np.ndarray) -> np.ndarray:
+def _or_float_view(x: Any) -> Any:
     view = float_view(x)
     return x if view is None else view
 
 
-def _fast_binary(op: str, a: np.ndarray, b: np.ndarray, exact: bool) -> np.ndarray | None:
+def _fast_mixed_arith(op: str, a: Any, b: Any) -> Any:
+    """`+ - * %` with a mixed int/float operand, in float64: an element is an int where
+    both operands are, and those are exact while the int results stay within 2^53 (the
+    float elements are what Python computes: it converts the int operand exactly)."""
+    pa, pb = numeric_parts(a), numeric_parts(b)
+    if pa is None or pb is None:
+        return None
+    (x, xi), (y, yi) = pa, pb
+    ma, mb = int_bound(a), int_bound(b)
+    if (ma + mb if op in "+-" else ma * mb) > FLOAT_EXACT_INT:
+        return None
+    if op == "%" and np.any(y == 0):
+        return None  # the generic path raises Python's error
+    with np.errstate(all="ignore"):  # as for float columns: Python floats overflow silently
+        values = {"+": np.add, "-": np.subtract, "*": np.multiply, "%": np.remainder}[op](x, y)
+    return mixed(values, xi & yi)
+
+
+def _fast_binary(op: str, a: Any, b: Any, exact: bool) -> Any:
+    if op in ("+", "-", "*", "%") and (isinstance(a, MixedColumn) or isinstance(b, MixedColumn)):
+        return _fast_mixed_arith(op, a, b)
     # A mixed int/float column may be computed as floats when every result is a float
     # (or a bool) whichever elements were ints. Not `/` in exact mode: there int / int is
     # a Fraction.

@@ -1,13 +1,16 @@
 """Recognising library patterns in the s-op graph: the standard library's `length` and
-`selector_width`, and the library's `layer_norm` quotient (lowered to a LayerNorm block).
+`selector_width` (the compiler lowers them to tracr's SelectorWidth; the evaluator counts
+selector rows), and the library's `layer_norm` quotient (the compiler lowers it to a
+LayerNorm block).
 
-rasp-sim defines the first two in RASP (LANGUAGE.md 5.2, 6.6) with the BOS-less position-0 trick:
+rasp-sim defines the first two in RASP (docs/language.md) with the BOS-less position-0 trick:
 `length = round(1 / aggregate(full_s, indicator(indices == 0)))` and
 `selector_width(sel) = round((1 / aggregate(sel or key0, indicator(indices == 0)) - 1)
 + aggregate(sel and key0, 1, 0))` with `key0 = select(indices, 0, ==)`. Compiled as written that
 is a mean, a discretised 1/x and a rounding; tracr has the SelectorWidth primitive (one head
-and one MLP) for exactly this value, so the translator lowers a recognised pattern to it.
-The value is the same on every input (validation re-checks it against the interpreter).
+and one MLP) for exactly this value, so the translator lowers a recognised pattern to it
+(validation re-checks it against the interpreter), and the evaluator computes it as the
+number of keys each query selects (evaluation/fusion.py, tested against the nodes).
 """
 from __future__ import annotations
 
