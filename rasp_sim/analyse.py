@@ -14,13 +14,13 @@ Public interface (stable; the CLI `rasp-sim analyse FILE NAME` prints it):
 - `format_table(analysis) -> str`: a readable table (layer, heads, value widths, maps).
 - `node_label(node) -> str`: a node's display name, shared with `rasp_sim.draw`.
 
-Depth follows LANGUAGE.md section 7 exactly (the original's greedy "as early as possible"
+Depth follows docs/language.md exactly (the original's greedy "as early as possible"
 schedule): inputs and constants 0; maps add no depth; `select` is 1 + max(depth of keys,
 queries); a composite selector is 1 + max over all its underlying key and query s-ops;
 `aggregate(sel, v)` is max(depth(sel), depth(v) + 1). The heads of layer l are the distinct
 selector *objects* (identity, not structure) among the aggregates placed in layer l; a
 `sum` aggregate (extension) is a head exactly like a mean. The extra columns of
-CONSTRUCTIONS.md section 1.3 are each head's value width (distinct value s-ops aggregated
+docs/constructions.md are each head's value width (distinct value s-ops aggregated
 through that selector in that layer) and the number of maps per layer.
 """
 from __future__ import annotations
@@ -141,7 +141,7 @@ class Analysis:
 
 
 def _depth_of(node: graph.Node, depth: Mapping[graph.Node, int]) -> int:
-    """Depth of `node` given the depths of its children (LANGUAGE.md section 7)."""
+    """Depth of `node` given the depths of its children (docs/language.md)."""
     if isinstance(node, (graph.Tokens, graph.Indices, graph.Full)):
         return 0
     if isinstance(node, graph.Map):

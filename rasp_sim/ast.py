@@ -2,7 +2,7 @@
 
 The parser (`rasp_sim.parser`) builds these from `grammar.lark`; the interpreter
 (`rasp_sim.interpreter`) walks them. Precedence quirks are resolved by the grammar, so
-the tree already has the original's shape (LANGUAGE.md section 4).
+the tree already has the original's shape (docs/language.md).
 """
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ class ExprStatement:
 
 @dataclass(frozen=True)
 class Assign:
-    """`a, b = e1, e2;` (one or more names, one or more values; LANGUAGE.md 6.11)."""
+    """`a, b = e1, e2;` (one or more names, one or more values; docs/language.md)."""
 
     names: tuple[str, ...]
     values: tuple[Expr, ...]

@@ -30,7 +30,7 @@ def _operator(apply: Callable[..., Any], op: str) -> _Entry:
 _TABLE: dict[str, _Entry] = {
     **{op: _operator(semantics.binary, op) for op in BINARY_OPS},
     **{op: _operator(semantics.unary, op) for op in UNARY_OPS},
-    # on s-ops `and`/`or` always give bools (LANGUAGE.md 6.3), unlike atom `and`/`or`
+    # on s-ops `and`/`or` always give bools (docs/language.md), unlike atom `and`/`or`
     "and": lambda p, exact: partial(semantics.sop_logic, "and"),
     "or": lambda p, exact: partial(semantics.sop_logic, "or"),
     "where": lambda p, exact: semantics.where,

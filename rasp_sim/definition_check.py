@@ -1,4 +1,4 @@
-"""The REPL's definition check (LANGUAGE.md 6.14), incrementally.
+"""The REPL's definition check (docs/language.md), incrementally.
 
 Every s-op or selector a REPL statement builds must evaluate on the running example.
 Checked naively, each new node re-evaluates its whole ancestry, so a REPL session

@@ -1,4 +1,4 @@
-"""The original's REPL display conventions (LANGUAGE.md section 8), as text.
+"""The original's REPL display conventions (docs/language.md), as text.
 
 Display is not part of the value semantics: tests compare values, and these functions
 only format values computed elsewhere. Graph nodes are evaluated through the `run`

@@ -1,6 +1,6 @@
 """Scopes: nested environments with reserved names and `load`'s export rule.
 
-The original keeps one chain of environments (LANGUAGE.md 6.12, 6.13):
+The original keeps one chain of environments (docs/language.md):
 
 - the *base* environment holds the base values (5.1), the standard library (5.2) and
   `tokens`; every loaded file runs in a fresh child of it;

@@ -1,7 +1,7 @@
 """Errors are values with a source span; the CLI prints them, the library raises them.
 
 Every error rasp-sim raises for bad input is a `RaspError`. Its `kind` names the
-class of the original interpreter's message (LANGUAGE.md section 9), so differential
+class of the original interpreter's message (docs/language.md), so differential
 tests can compare outcomes without comparing text.
 """
 from __future__ import annotations

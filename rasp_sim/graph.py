@@ -5,7 +5,7 @@ batches of inputs; the analyser (`rasp_sim.analyse`) schedules them into layers 
 heads; the compiler walks them to lower them to weights.
 
 Nodes are frozen dataclasses compared by **identity** (`eq=False`): two textually equal
-`select(...)` expressions are two heads (LANGUAGE.md section 7), so structural equality
+`select(...)` expressions are two heads (docs/language.md), so structural equality
 would be wrong. Each node remembers the span that created it and a display `name`.
 
 Every elementwise computation is a `Map` with an `op` from the closed set `MapOp`:
@@ -28,7 +28,7 @@ Comparison = Literal["==", "!=", "<", ">", "<=", ">="]
 # The closed set of elementwise operations. `params` of a Map carries any atom data the
 # op needs (a lookup table, a member list, a broadcast atom is a Full node instead).
 MapOp = Literal[
-    # binary arithmetic and comparison, Python semantics (LANGUAGE.md 6.1, 6.3)
+    # binary arithmetic and comparison, Python semantics (docs/language.md)
     "+", "-", "*", "/", "%", "^", "==", "!=", "<", ">", "<=", ">=",
     # s-op boolean operators: always give bools (6.3)
     "and", "or", "not",
@@ -58,7 +58,7 @@ class Node:
 
         The one mutable field, on purpose: as in the original, `x = e` names the object
         `e` denotes, and the object's identity must not change, because heads are
-        counted by selector identity (LANGUAGE.md section 7). Names never affect values."""
+        counted by selector identity (docs/language.md). Names never affect values."""
         object.__setattr__(self, "name", name)
 
     def children(self) -> tuple["Node", ...]:
@@ -125,7 +125,7 @@ class Map(SOp):
 class Aggregate(SOp):
     """Mean (or, as an extension, sum) of the selected values, with RASP's rules:
     0 selected -> default; 1 -> that value unchanged; >= 2 -> float mean, numeric only
-    (LANGUAGE.md 6.5)."""
+    (docs/language.md)."""
 
     selector: "Selector" = None  # type: ignore[assignment]
     values: SOp = None  # type: ignore[assignment]

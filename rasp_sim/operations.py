@@ -1,4 +1,4 @@
-"""RASP's operations on evaluated operands (LANGUAGE.md 6.3-6.9): what an operator,
+"""RASP's operations on evaluated operands (docs/language.md): what an operator,
 index, membership test, `select`, `aggregate` or built-in gives for the values it got.
 
 Atoms are computed at once by `rasp_sim.semantics`; an s-op operand makes the result
@@ -279,7 +279,7 @@ BUILTINS: dict[str, Callable[[list, Span, bool], Any]] = {
 }
 
 # Extensions reached through an ordinary call of a name the program has not bound
-# (LANGUAGE.md 10.2, 10.3): the whitespace forms `aggregate (`, `range (`, `zip (`,
+# (docs/language.md): the whitespace forms `aggregate (`, `range (`, `zip (`,
 # `len (`, the maps `exp`, `log`, `sqrt`, `abs`, and the `sum` aggregate. (The parser
 # turns `select (k, q, OP)` into a Select itself.) `assert` is one too, called by the
 # interpreter with the site it reports at (`assertion`).

@@ -1,7 +1,7 @@
 """Running programs for people: what statements display, and the REPL's checks.
 
 - `Session(*, exact=False, strict=False, output=None, example=None, sandbox=None)`:
-  run mode (LANGUAGE.md 6.14): only expression statements, `draw` and `show example`
+  run mode (docs/language.md): only expression statements, `draw` and `show example`
   display, nothing is checked, and a failing statement in a loaded file ends the load.
 - `ReplSession(...)`: REPL mode: every s-op/selector subexpression is checked on the
   running example (default "hello"), a failing definition is not bound, every statement

@@ -1,4 +1,4 @@
-"""The value rules of RASP on single atoms: the one source of truth (LANGUAGE.md 6.1-6.5).
+"""The value rules of RASP on single atoms: the one source of truth (docs/language.md).
 
 The interpreter uses them for atom arithmetic; `rasp_sim.atom_functions` makes them the
 per-position function of every map op, which the vectorised evaluator (`rasp_sim.evaluate`)

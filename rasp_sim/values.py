@@ -1,7 +1,7 @@
 """Runtime values the interpreter adds to atoms, lists, dicts and graph nodes.
 
 - `Function`: a `def`, closing over its defining environment *by reference*
-  (LANGUAGE.md 6.12), so rebinding a global after the definition is visible at the
+  (docs/language.md), so rebinding a global after the definition is visible at the
   next call.
 - `Applied`: the concrete result of `e(input)` (6.15). It is a plain list of the values
   (a list of atoms for an s-op, a list of rows of bools for a selector), so binding it

@@ -1,7 +1,7 @@
-"""Layer/head analysis against LANGUAGE.md section 7 and CONSTRUCTIONS.md section 1.3.
+"""Layer/head analysis against docs/language.md and docs/constructions.md.
 
 Graphs are built by hand from `rasp_sim.graph` nodes, following the standard library's
-definitions (LANGUAGE.md 5.2) operation by operation, so the reference costs test the
+definitions (docs/language.md) operation by operation, so the reference costs test the
 analyser alone, independently of the interpreter.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ indices = G.Indices()
 tokens = G.Tokens("str")
 tokens_int = G.Tokens("int")
 tokens_float = G.Tokens("float")
-# The library's full_s is ONE object shared by every user (LANGUAGE.md 5.2).
+# The library's full_s is ONE object shared by every user (docs/language.md).
 full_s = G.Select(G.Full(1), G.Full(1), "==", name="full_s")
 
 
@@ -58,7 +58,7 @@ def widths(analysis) -> list[list[int]]:
     return [[h.value_width for h in layer.heads] for layer in analysis.layers]
 
 
-# ------------------------------------------------------------ reference costs (LANGUAGE.md 7)
+# ------------------------------------------------------------ reference costs (docs/language.md)
 
 
 def test_length_is_one_layer_one_head() -> None:
@@ -175,11 +175,11 @@ def test_a_selector_root_occupies_its_layer_without_heads() -> None:
     assert (a.n_layers, a.heads) == (1, (0,))
 
 
-# --------------------------------------------------- property: the rules of LANGUAGE.md 7
+# --------------------------------------------------- property: the rules of docs/language.md
 
 
 def _literal_depth(node: G.Node) -> int:
-    """LANGUAGE.md section 7 read literally and recursively (small graphs only); the
+    """docs/language.md read literally and recursively (small graphs only); the
     composite rule walks to the underlying selects, unlike the analyser's shortcut."""
     if isinstance(node, (G.Tokens, G.Indices, G.Full)):
         return 0

@@ -1,4 +1,4 @@
-"""The language end to end (parse + interpret + evaluate): LANGUAGE.md sections 4 and 6.
+"""The language end to end (parse + interpret + evaluate): docs/language.md.
 
 Expected values are worked out by hand from the spec (and Python's own operators for
 atoms, which the spec says RASP follows exactly), not copied from the implementation.

@@ -1,4 +1,4 @@
-"""`load` (LANGUAGE.md 6.13): scopes, privacy, exports, search path, printing."""
+"""`load` (docs/language.md): scopes, privacy, exports, search path, printing."""
 from __future__ import annotations
 
 from pathlib import Path

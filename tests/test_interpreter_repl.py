@@ -1,4 +1,4 @@
-"""REPL mode (LANGUAGE.md 3.2, 6.14, 8): the definition check against the running
+"""REPL mode (docs/language.md): the definition check against the running
 example, example statements, and the original's display conventions."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Bad input gives a RaspError with a clear message and the location at fault
-(LANGUAGE.md section 9; rasp-sim's errors carry file:line:column).
+(docs/language.md; rasp-sim's errors carry file:line:column).
 
 Each case: program text, error class, message pattern, and the (line, column) of the
 node at fault, counted by hand. REPL-mode cases are rejected by the definition check

@@ -1,7 +1,7 @@
 """Opt-in differential check of the grammar against the original RASP's own parser.
 
 Runs only when both are set:
-    RASP_ORIGINAL         a checkout of tech-srl/RASP (LANGUAGE.md: commit 61dde62)
+    RASP_ORIGINAL         a checkout of tech-srl/RASP (docs/language.md: commit 61dde62)
     RASP_ORIGINAL_PYTHON  a Python (3.11 or 3.12) with antlr4-python3-runtime 4.9.x
 The original's generated ANTLR parser runs in that Python (tests/original_parser_oracle.py);
 it is never imported here. Checks, with strict mode (no extensions):

@@ -1,4 +1,4 @@
-"""The original's precedence and associativity quirks (LANGUAGE.md section 4).
+"""The original's precedence and associativity quirks (docs/language.md).
 
 Each parse is rendered back with every operation parenthesised (`ast_text.unparse`), so
 the expected shape is written in RASP itself: `7 % 3 * 2` must come back as
@@ -117,7 +117,7 @@ def test_not_equal_extension_takes_the_comparison_level(text, expected):
 
 # ---------------------------------------------------------------- independent oracle
 # Binding power of each binary operator, loosest first, transcribed from the EBNF of
-# LANGUAGE.md section 4 (all levels left-associative). The test builds the expected
+# docs/language.md (all levels left-associative). The test builds the expected
 # parenthesisation with precedence climbing and compares it with the parser's.
 LEVELS = [("in",), ("and", "or"), ("==", "<=", ">=", "<", ">", "!="), ("+", "-"), ("%",),
           ("*", "/"), ("^",)]

@@ -1,7 +1,7 @@
 """Opt-in differential check of the REPL's printing against the original RASP's REPL.
 
 Runs only when both are set (as tests/test_parser_differential.py):
-    RASP_ORIGINAL         a checkout of tech-srl/RASP (LANGUAGE.md: commit 61dde62)
+    RASP_ORIGINAL         a checkout of tech-srl/RASP (docs/language.md: commit 61dde62)
     RASP_ORIGINAL_PYTHON  a Python with antlr4-python3-runtime 4.9.x and termcolor
 Each session is typed into the original's REPL (`python -m RASP_support`, in a folder
 that holds the session's files and a link to the checkout's RASP_support, since the

@@ -1,4 +1,4 @@
-"""Atom-level value rules (LANGUAGE.md 6.1, 6.2, 6.5, 5.1): expectations are Python's own
+"""Atom-level value rules (docs/language.md): expectations are Python's own
 behaviour and the language reference, written out by hand."""
 from __future__ import annotations
 

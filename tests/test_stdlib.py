@@ -1,4 +1,4 @@
-"""The standard library (LANGUAGE.md 5.2): values against hand-computed expectations,
+"""The standard library (docs/language.md): values against hand-computed expectations,
 property tests against plain-Python references, and the original's costs (section 7)."""
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Assembly, both ways (COMPILER.md 5.4).
+"""Assembly, both ways (docs/compiler.md).
 
 `to_weights`: rasp-sim's own assembler, from tracr's craft model to the project's weight
 format (compiler/weights.py). Every head keeps its own query/key width and value width, so
 nothing is padded to a shared key size (tracr's key_size ignores the OV width and crashes,
-COMPILER.md 2.4), and the logit scale is 1, so every head has its craft block's coldness
-(tracr divides by sqrt(key_size), COMPILER.md 2.3). The unembedding, the residual labels
+docs/compiler.md), and the logit scale is 1, so every head has its craft block's coldness
+(tracr divides by sqrt(key_size), docs/compiler.md). The unembedding, the residual labels
 and the encoders are part of the result.
 
 `tracr_model`: tracr's `assemble.assemble_craft_model` as an independent oracle, with the

@@ -3,12 +3,12 @@
 - `signed_map_mlp`: a categorical -> numerical map of any sign. tracr's block writes f(x)
   into one hidden unit and applies ReLU, so negative values become 0 silently
   (google-deepmind/tracr#24). Here h+ = ReLU(sum_v f(v)[x=v]) and h- = ReLU(-sum_v f(v)[x=v]),
-  output h+ - h-: exact, because exactly one indicator [x=v] is 1 (COMPILER.md 2.1).
+  output h+ - h-: exact, because exactly one indicator [x=v] is 1 (docs/compiler.md).
 - `aggregate_head`: tracr's attention head with rasp-sim's default. For a categorical
   aggregate tracr forces default None and writes the zero vector on an empty row, which
   decodes as an arbitrary value (upstream issue 25), for a numerical one it forces 0; here
   the BOS key, attended exactly when nothing else is selected, carries the default
-  (its one-hot, or the number) (COMPILER.md 2.6).
+  (its one-hot, or the number) (docs/compiler.md).
 
 The BOS invariant. tracr's heads give the BOS key the logit 0.5 * coldness through the
 query's `one` direction, and assume that at the BOS position every s-op direction is zero

@@ -1,4 +1,4 @@
-"""Path expansion (UNIVERSAL.md 3, 5, 6): the linear conditions attention matching imposes.
+"""Path expansion (docs/universal.md): the linear conditions attention matching imposes.
 
 A *terminal* is what a view finally meets: ("Q", l, h) or ("K", l, h), read by head h of
 layer l (0-based), or ("O", L), the read-out. A *path* is the tuple of (layer, head) pairs a

@@ -1,8 +1,8 @@
-"""Sizes of a universal transformer next to the reference bounds (UNIVERSAL.md 9).
+"""Sizes of a universal transformer next to the reference bounds (docs/universal.md).
 
 Only achieved sizes are reported as facts. The paper's stated bounds (as described, not
 checked against its text) are shown as formulas without constant, with d the target's
-embedding (input) width, as the paper states them (UNIVERSAL.md 1: "the target T has ...
+embedding (input) width, as the paper states them (docs/universal.md: "the target T has ...
 embedding dimension d").
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ def size_report(ut: Transformer) -> dict:
             # The paper's stated O(Ld) (H = 1) / O(HLd) (H >= 2), evaluated without constant.
             "paper_stated_L_d" if heads == 1 else "paper_stated_H_L_d":
                 layers * shape.dim * (1 if heads == 1 else heads),
-            # UNIVERSAL.md 8 with c outputs: even for d = 1 the read-out coefficients
+            # docs/universal.md with c outputs: even for d = 1 the read-out coefficients
             # e R_p P (one c-vector per path p) must span every u (x) v_1 (x) ... (x) v_L, a
             # space of c * paths dimensions, so attention matching needs m >= c * paths.
             "attention_matching_lower_bound": c * paths,

@@ -1,4 +1,4 @@
-"""The explicit {0,1} universal transformer (UNIVERSAL.md 4 and 5) and its embedding map.
+"""The explicit {0,1} universal transformer (docs/universal.md) and its embedding map.
 
 The state Y_s after s layers is a row of blocks; each block holds one view X_s V_path T_t.
 A block's address (its *key*) depends on the layout:

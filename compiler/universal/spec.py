@@ -79,7 +79,7 @@ def _check_against(ut: Transformer, spec: Spec, m: int) -> None:
 def check_tied(shape: Shape, tied: bool) -> None:
     """Tied (looped) weights cannot serve residual targets: R^V_h is the same in every layer,
     so paths taking the same heads but skipping different layers cannot be told apart
-    (UNIVERSAL.md 5; for Gaussian weights their columns of M coincide)."""
+    (docs/universal.md; for Gaussian weights their columns of M coincide)."""
     if tied and shape.residual:
         raise UniversalError("tied: a looped (weight-tied) universal transformer cannot "
                              "simulate residual targets (paths that skip different layers "

@@ -1,8 +1,8 @@
-"""The target class T(d, k, c, H, L): attention-only softmax transformers (UNIVERSAL.md 2.1).
+"""The target class T(d, k, c, H, L): attention-only softmax transformers (docs/universal.md).
 
 `random_target` draws one from a seed in the weight format; `canonicalise` checks that a
 model in the weight format lies in the class a universal transformer simulates and returns
-its matrices in the normal form of UNIVERSAL.md 2.1 (temperature folded into Q, the output
+its matrices in the normal form of docs/universal.md (temperature folded into Q, the output
 projection into V, heads and head dimension zero-padded).
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ dtypes, each standing for one homogeneous Python element type:
 
 Fast elementwise and aggregate paths see the first five; `from_objects` turns the object
 results of the generic path back into the narrowest faithful column and type-checks each
-row (one row = one input's sequence, LANGUAGE.md 6.2). A `MixedColumn` reads as an
+row (one row = one input's sequence, docs/language.md). A `MixedColumn` reads as an
 object array of atoms to any code that does not know it (`np.asarray`, `tolist`), and
 `as_array` gives that array where the evaluator hands values out.
 """

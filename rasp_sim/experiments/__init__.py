@@ -1,4 +1,4 @@
-"""Programming a frozen transformer through its embedding (UNIVERSAL.md 10-12).
+"""Programming a frozen transformer through its embedding (docs/universal.md).
 
 Task generators (tasks/), frozen backbones built on the weight format (backbones.py),
 JAX/optax training of the embedding and unembedding (train.py), results and plots

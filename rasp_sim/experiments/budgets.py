@@ -1,6 +1,6 @@
 """The run plans of `rasp-sim experiment TASK --budget ci|small|medium|paper`.
 
-- paper: the precursors' settings (UNIVERSAL.md 10.3): Dyck-1 as Zhong & Andreas
+- paper: the precursors' settings (docs/universal.md): Dyck-1 as Zhong & Andreas
   (H=4, L=2, k=4, c=16, m=416; AdamW lr 1e-3, wd 1e-3, 500 warm-up steps, cosine, batch
   1000, 10,000 steps, clip 1.0, seed 43); k-hop as Sanford et al. (AdamW lr 1e-4, batch 32,
   100,001 steps, 1,000 linear warm-up steps then linear decay, data seed 4444) over
@@ -20,7 +20,7 @@
   points between seeds. Measured: 49 runs, 3.7 h of training, so about 2 h on 2 CPU
   cores with --workers 2. The paper budget (batch 1,000 x 10,000 steps at
   m = 416, about 12.6 CPU-seconds a step) is some 35 CPU-hours per Dyck-1 run: a GPU's.
-- ci: one short run per task (the CI smoke test of UNIVERSAL.md 10.3: 200 Dyck-1 steps).
+- ci: one short run per task (the CI smoke test of docs/universal.md: 200 Dyck-1 steps).
 """
 from __future__ import annotations
 

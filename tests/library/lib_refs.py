@@ -1,5 +1,5 @@
 """NumPy references, input layouts, value strategies and tolerances for the RASP library
-tests (CONSTRUCTIONS.md 14). The references are written from the mathematical
+tests (docs/constructions.md). The references are written from the mathematical
 definitions, independently of the RASP programs."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rasp_sim import library
 
 # ------------------------------------------------------------------ tolerances
 
-# CONSTRUCTIONS.md 14: products, softmax, U and the encoder agree with NumPy to
+# docs/constructions.md: products, softmax, U and the encoder agree with NumPy to
 # rtol 1e-12 plus atol 1e-14 * max|ref|. Both sides round every product and sum once, in
 # different orders (NumPy: BLAS/pairwise; RASP: left to right), so the difference is a
 # few ulps of the largest term: far below these bounds for the sizes tested (<= 16).
@@ -35,7 +35,7 @@ def assert_close(out: Sequence, ref: np.ndarray, scale: float | None = None) -> 
 
 
 def assert_tail_zero(out: Sequence, start: int) -> None:
-    """Positions at and after `start` hold 0 (results are masked, CONSTRUCTIONS.md 1.1)."""
+    """Positions at and after `start` hold 0 (results are masked, docs/constructions.md)."""
     assert all(v == 0 for v in list(out)[start:])
 
 

@@ -1,5 +1,5 @@
 """Property tests of programs/attention.rasp (U, multi-head U, encoder) against NumPy
-(CONSTRUCTIONS.md 8-10, 14: rtol 1e-12 and atol 1e-14 * max|ref|)."""
+(docs/constructions.md: rtol 1e-12 and atol 1e-14 * max|ref|)."""
 from __future__ import annotations
 
 import numpy as np

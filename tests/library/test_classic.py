@@ -87,7 +87,7 @@ def test_match2(xs, p, allow_self):
 
 
 def test_match2_residue_zero_and_zero_values():
-    # the authors' version misses both (CONSTRUCTIONS.md 13.3)
+    # the authors' version misses both (docs/constructions.md)
     assert run1("match2(tokens_int, 19, True)", [19, 38, 5]) == [1, 1, 0]
     assert run1("match2(tokens_int, 5, False)", [0, 0, 3]) == [1, 1, 0]
 

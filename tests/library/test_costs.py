@@ -1,5 +1,5 @@
 """Pin the layer and head counts `rasp-sim analyse` reports for the library
-(CONSTRUCTIONS.md's cost tables), so a regression in depth or head count is caught."""
+(docs/constructions.md's cost tables), so a regression in depth or head count is caught."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +9,7 @@ from rasp_sim import library
 SM = "softmax_unshifted"
 
 COSTS = [
-    # linear algebra (CONSTRUCTIONS.md 3-6)
+    # linear algebra (docs/constructions.md)
     ("transpose(tokens_float, 3, 5)", 1, (1,)),
     ("transpose_blocks(tokens_float, 4, 2, 3)", 1, (1,)),
     ("matmul(tokens_float, 3, 2, 4)", 2, (7, 1)),
@@ -24,7 +24,7 @@ COSTS = [
     ("inverse3(tokens_float)", 2, (5, 1)),
     ("inverse(tokens_float, 2)", 7, (4, 1, 1, 3, 1, 1, 1)),  # + 1 head: sum |M_ij|
     ("det(tokens_float, 3)", 8, (6, 1, 3, 3, 1, 3, 3, 1)),
-    # U (CONSTRUCTIONS.md 8.2): the reference head counts of its table
+    # U (docs/constructions.md): the reference head counts of its table
     ("attention_unshifted(tokens_float, 3, 3, 3, 3, 1)", 7, (12, 1, 6, 1, 1, 3, 1)),
     ("attention_unshifted(tokens_float, 4, 2, 3, 2, 1 / sqrt(3))", 7, (12, 1, 6, 1, 1, 4, 1)),
     ("attention_unshifted(tokens_float, 2, 3, 2, 4, 1 / sqrt(2))", 7, (10, 1, 6, 1, 1, 2, 1)),
@@ -43,7 +43,7 @@ COSTS = [
     (f'encoder_with(tokens_float, 3, 2, 2, 2, 1, 4, 1, {SM}, "pre", 0.00001)', 15,
      (17, 2, 5, 1, 5, 1, 1, 3, 1, 1, 1, 3, 1, 3, 1)),
     ("layer_norm(tokens_float, 3, 4, 0.00001)", 2, (1, 1)),
-    # classic programs and tasks (Weiss et al.; CONSTRUCTIONS.md 7, 11)
+    # classic programs and tasks (Weiss et al.; docs/constructions.md)
     ("reverse(tokens)", 2, (1, 1)),
     ("histogram(tokens)", 1, (2,)),
     ("histogram_bos(tokens)", 1, (1,)),

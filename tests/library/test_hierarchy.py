@@ -1,4 +1,4 @@
-"""The hierarchy property (CONSTRUCTIONS.md 12, "Corollary 6.2", unverified in the paper):
+"""The hierarchy property (docs/constructions.md, "Corollary 6.2", unverified in the paper):
 a simulator instantiated for larger shapes also simulates smaller instances, exactly for
 feature padding, and for sequence padding only with a validity mask."""
 from __future__ import annotations

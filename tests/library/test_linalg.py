@@ -1,4 +1,4 @@
-"""Property tests of programs/linalg.rasp against NumPy (CONSTRUCTIONS.md 3-6, 14)."""
+"""Property tests of programs/linalg.rasp against NumPy (docs/constructions.md)."""
 from __future__ import annotations
 
 import sys
@@ -62,7 +62,7 @@ def check_matmul(r, k, c, kind, seed):
 
 @pytest.mark.parametrize("r,k,c", [(3, 2, 4), (2, 5, 3), (4, 4, 4), (1, 3, 1), (4, 1, 4), (3, 2, 3)])
 def test_matmul_shapes_of_the_design_and_the_stride_bug(r, k, c):
-    # (3,2,3) is the shape the authors' stride bug gets wrong (CONSTRUCTIONS.md 13.1)
+    # (3,2,3) is the shape the authors' stride bug gets wrong (docs/constructions.md)
     a = np.arange(r * k, dtype=float).reshape(r, k) - 2
     b = np.arange(k * c, dtype=float).reshape(k, c) * 3 - 5
     out = run1(f"matmul(tokens_float, {r}, {k}, {c})", layout(a, b, length=max(k * (r + c), r * c)))
@@ -70,7 +70,7 @@ def test_matmul_shapes_of_the_design_and_the_stride_bug(r, k, c):
 
 
 def test_matmul_authors_trace():
-    # the product recorded in the authors' compiled trace (CONSTRUCTIONS.md 14)
+    # the product recorded in the authors' compiled trace (docs/constructions.md)
     out = run1("matmul(tokens_float, 3, 3, 3)", [7, 9, 12, 4, 5, 21, 34, 72, 23, 10, 3, 6, 1, 64, 30, 73, 17, 18])
     assert out[:9] == [955, 801, 528, 1578, 689, 552, 2091, 5101, 2778]
 
@@ -116,7 +116,7 @@ def test_shifted_softmax_survives_what_overflows_unshifted():
 
 @pytest.mark.parametrize("base", [2.718, 2.73])
 def test_fixed_base_softmax_is_a_temperature_error(base):
-    # the authors' b^x softmax equals softmax(x ln b) (CONSTRUCTIONS.md 5.3), to 1e-14
+    # the authors' b^x softmax equals softmax(x ln b) (docs/constructions.md), to 1e-14
     s = draw_matrix("normal", (3, 3), 7)
     out = run1(f"softmax_base(tokens_float, 3, 3, {base})", layout(s))
     assert_close(out, softmax_base_rows(s, base).ravel())
@@ -146,7 +146,7 @@ def test_3x3_cofactor_det_inverse(kind, seed):
         inv = run1("inverse3(tokens_float)", layout(m))
         cond = np.linalg.cond(m)
         ref = np.linalg.inv(m)
-        # inverses are accurate only to cond(M) * eps (CONSTRUCTIONS.md 14)
+        # inverses are accurate only to cond(M) * eps (docs/constructions.md)
         assert np.abs(np.array(inv) - ref.ravel()).max() <= cond * 1e-14 * np.abs(ref).max()
 
 
@@ -199,6 +199,6 @@ def test_gauss_jordan_pivots_where_plain_elimination_would_divide_by_zero():
 
 
 def test_softmax_authors_trace():
-    # the softmax in the authors' compiled trace (CONSTRUCTIONS.md 14), 3 decimals
+    # the softmax in the authors' compiled trace (docs/constructions.md), 3 decimals
     out = run1("softmax(tokens_float, 3, 3)", [-12, 2, 3, 5, 20, -60, 74, -63, 12])
     assert [round(v, 3) for v in out] == [0.0, 0.269, 0.731, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]

@@ -1,5 +1,5 @@
 """The task generators written one sample at a time, straight from their definitions
-(UNIVERSAL.md 10.2): the references the vectorised generators in experiments/tasks/ are
+(docs/universal.md): the references the vectorised generators in experiments/tasks/ are
 tested against (same distribution for Dyck-1, same values for the k-hop pointer chase)."""
 from __future__ import annotations
 

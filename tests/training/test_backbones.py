@@ -1,4 +1,4 @@
-"""The frozen backbones of UNIVERSAL.md 10.3 (NumPy only, no training)."""
+"""The frozen backbones of docs/universal.md (NumPy only, no training)."""
 from __future__ import annotations
 
 import math
@@ -21,7 +21,7 @@ SIZES = Sizes(heads=2, layers=2, head_dim=2, out_dim=4)
 def test_every_variant_has_the_documented_structure(variant):
     backbone = build_backbone(variant, SIZES, vocab=5, seq_len=9, seed=0)
     model = backbone.model
-    # m of the compact tree: 2Hk(1 + H) + cH^2 = 2*2*2*3 + 4*4 (UNIVERSAL.md 4.2).
+    # m of the compact tree: 2Hk(1 + H) + cH^2 = 2*2*2*3 + 4*4 (docs/universal.md).
     assert backbone.m == universal_m(SIZES) == 40
     attention = [b for b in model.layers if isinstance(b, AttentionBlock)]
     mlps = [b for b in model.layers if isinstance(b, MLPBlock)]

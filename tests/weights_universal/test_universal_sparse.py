@@ -74,7 +74,7 @@ def test_every_weight_is_zero_or_one(tied, residual):
 
 
 def closed_form_m(heads, layers, k, c, layout):
-    """UNIVERSAL.md 4.1, 4.2 and 5, written out independently of the block table."""
+    """docs/universal.md, written out independently of the block table."""
     if layout == "residual":
         return sum(2 * heads * k * (heads + 1) ** q for q in range(layers)) \
             + c * (heads + 1) ** layers
@@ -98,7 +98,7 @@ def test_m_matches_the_closed_forms(heads, layers, layout):
     (1, 2, 16, 4, 76, 68, 112), (1, 4, 16, 4, 148, 132, 544), (2, 2, 8, 4, 124, 112, 164),
     (2, 3, 8, 4, 284, 256, 524), (4, 2, 8, 4, 404, 384, 484), (4, 3, 8, 4, 1684, 1600, 2484)])
 def test_m_matches_the_design_table(heads, layers, k, c, tied, compact, residual):
-    """The worked dimensions of UNIVERSAL.md 4.3."""
+    """The worked dimensions of docs/universal.md."""
     def m(residual_flag, tied_flag):
         return build_sparse(Shape(1, k, c, heads, layers, residual_flag), tied_flag).width
     assert (m(False, True), m(False, False), m(True, False)) == (tied, compact, residual)
@@ -125,14 +125,14 @@ def test_tied_layout_shares_weights_across_layers():
         for head, head0 in zip(block.heads, first.heads):
             for name in ("w_q", "w_k", "w_v"):
                 assert np.array_equal(getattr(head, name).toarray(), getattr(head0, name).toarray())
-    # H = 1: R^V moves every block but the three read at stage 0 (UNIVERSAL.md 4.1).
+    # H = 1: R^V moves every block but the three read at stage 0 (docs/universal.md).
     single = build_sparse(Shape(2, 3, 2, heads=1, layers=4), tied=True)
     assert single.layers[0].heads[0].w_v.nnz == single.width - 2 * 3 - 2
 
 
 @pytest.mark.parametrize("residual", [False, True])
 def test_sparse_constraint_matrix_is_a_selection(residual):
-    """The sparse UT solves the linear conditions of UNIVERSAL.md 6 by selection: each
+    """The sparse UT solves the linear conditions of docs/universal.md by selection: each
     column of M = [R_path R_terminal] is one-hot, and no two columns share a row."""
     shape = Shape(2, 2, 2, heads=2, layers=3, residual=residual)
     matrix = constraint_matrix(build_sparse(shape), shape)

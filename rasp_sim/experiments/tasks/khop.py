@@ -1,5 +1,5 @@
 """k-hop induction heads (Sanford, Hsu & Telgarsky 2024; the `InductionHopsFullSequenceTask`
-of chsanford/hop-induction-heads as described in UNIVERSAL.md 10.2; code written for rasp-sim).
+of chsanford/hop-induction-heads as described in docs/universal.md; code written for rasp-sim).
 
 X is a random string over `letters` letters with no two equal neighbours.
 pointer_0(i) = i; pointer_{j+1}(i) = q + 1 for the last q < pointer_j(i) with
