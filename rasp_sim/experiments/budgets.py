@@ -1,4 +1,4 @@
-"""The run plans of `rasp-sim experiment TASK --budget ci|small|medium|paper`.
+"""The run plans of `rasp-sim experiment TASK --budget ci|small|medium|long|paper`.
 
 - paper: the precursors' settings (docs/universal.md): Dyck-1 as Zhong & Andreas
   (H=4, L=2, k=4, c=16, m=416; AdamW lr 1e-3, wd 1e-3, 500 warm-up steps, cosine, batch
@@ -20,6 +20,14 @@
   points between seeds. Measured: 49 runs, 3.7 h of training, so about 2 h on 2 CPU
   cores with --workers 2. The paper budget (batch 1,000 x 10,000 steps at
   m = 416, about 12.6 CPU-seconds a step) is some 35 CPU-hours per Dyck-1 run: a GPU's.
+- long: where medium left a question open, the same machines trained longer. Dyck-1: S-A and
+  R-A for 4,000 steps (2x medium), 3 seeds, which tells "more steps would help" from "the
+  machine plateaus" (the medium curves are flat only where the cosine schedule ends).
+  k-hop: the residual machines S-RL and R-RL at max_hops = 2 for 30,000 steps (18.75x
+  medium, curve points every 1,000), one seed each: whether they reach every hop count,
+  which medium's 1,600 steps do not (k = 2 stays at 52% on every machine). Each k-hop run
+  is about 0.08 CPU-s a step, so about 40 minutes on one core, under the two hours on 2
+  cores that keeps it runnable here.
 - ci: one short run per task (the CI smoke test of docs/universal.md: 200 Dyck-1 steps).
 """
 from __future__ import annotations
@@ -82,6 +90,14 @@ def _medium(task: str) -> list[Setting]:
     return settings
 
 
+def _long(task: str) -> list[Setting]:
+    (medium, seeds), *_ = _medium(task)  # the max_hops = 2 setting for k-hop
+    if task == "dyck1":
+        return [(with_steps([medium], 2 * medium.steps)[0], seeds)]
+    longer = replace(with_steps([medium], 30_000)[0], eval_every=1000, checkpoint_every=2000)
+    return [(longer, (0,))]
+
+
 def _ci(task: str) -> list[Setting]:
     if task == "dyck1":
         return [(RunConfig("dyck1", "R-A", Sizes(2, 2, 2, 4), steps=200, batch=32, lr=3e-3,
@@ -92,9 +108,17 @@ def _ci(task: str) -> list[Setting]:
                        task_options={"max_hops": 1, "test_size": 250}), (0,))]
 
 
-BUILDERS = {"ci": _ci, "small": _small, "medium": _medium, "paper": _paper}
+BUILDERS = {"ci": _ci, "small": _small, "medium": _medium, "long": _long, "paper": _paper}
 BUDGETS = tuple(BUILDERS)
-DEFAULT_VARIANTS = {"ci": None, "small": VARIANTS, "medium": VARIANTS, "paper": VARIANTS}
+
+
+def default_variants(task: str, budget: str) -> tuple[str, ...] | None:
+    """The backbones a budget trains for `task` (None: each setting's own, as in ci)."""
+    if budget == "ci":
+        return None
+    if budget == "long":
+        return ("S-A", "R-A") if task == "dyck1" else ("S-RL", "R-RL")
+    return VARIANTS
 
 
 def with_steps(runs: list[RunConfig], steps: int) -> list[RunConfig]:
@@ -123,7 +147,7 @@ def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,
     runs = []
     for name in (TASKS if task == "all" else (task,)):
         for base, setting_seeds in builder(name):
-            chosen = variants or DEFAULT_VARIANTS[budget] or (base.variant,)
+            chosen = variants or default_variants(name, budget) or (base.variant,)
             for variant in chosen:
                 for seed in (seeds if seeds is not None else setting_seeds):
                     runs.append(replace(base, variant=variant, seed=seed))

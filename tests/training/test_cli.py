@@ -88,6 +88,29 @@ def test_medium_budget_is_the_small_one_four_times_as_long():
     assert len(medium) + len(four_hops) == 49
 
 
+def test_long_budget_trains_what_medium_left_open_for_longer():
+    medium = {c.name(): c for c in plan("all", "medium")}
+    long = plan("all", "long")
+    # Dyck-1: S-A and R-A, medium's runs and seeds at twice the steps
+    dyck = [c for c in long if c.task == "dyck1"]
+    assert sorted((c.variant, c.seed) for c in dyck) == [(v, s) for v in ("R-A", "S-A")
+                                                         for s in (0, 1, 2)]
+    for c in dyck:
+        assert (c.steps, c.warmup) == (2 * medium[c.name()].steps, 2 * medium[c.name()].warmup)
+        assert replace(c, steps=2000, warmup=200, eval_every=200, checkpoint_every=500) == \
+            medium[c.name()]
+    # k-hop: the residual machines at max_hops = 2, one seed, 30,000 steps
+    hops = [c for c in long if c.task == "khop"]
+    assert sorted((c.variant, c.seed) for c in hops) == [("R-RL", 0), ("S-RL", 0)]
+    for c in hops:
+        base = medium[c.name()]
+        assert (c.task_options, c.sizes, c.lr, c.batch) == (base.task_options, base.sizes,
+                                                           base.lr, base.batch)
+        assert (c.steps, c.eval_every) == (30_000, 1000)
+        assert c.warmup / c.steps == base.warmup / base.steps
+    assert [c.variant for c in plan("khop", "long", variants=("F",))] == ["F"]
+
+
 def test_seeds_given_on_the_command_line_replace_every_settings_own():
     runs = plan("khop", "medium", variants=("S-A",), seeds=(5, 6))
     assert [(c.task_options["max_hops"], c.seed) for c in runs] == [(2, 5), (2, 6), (4, 5),
@@ -120,8 +143,8 @@ def test_steps_and_batch_override_the_budget_and_name_the_default_out_folder(tmp
 
 
 def test_plan_errors_name_the_choices():
-    with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, medium, "
-                                              "paper"):
+    with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, "
+                                              "medium, long, paper"):
         plan("dyck1", "huge")
 
 
