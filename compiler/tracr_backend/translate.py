@@ -529,9 +529,9 @@ class _Translator(ContinuousLowering):
         if isinstance(sel, g.SelectorNot):
             return predicates.Not(self._predicate_tree(sel.operand, keys, queries))
         assert isinstance(sel, g.SelectorPair)
-        pair = predicates.And if isinstance(sel, g.SelectorAnd) else predicates.Or
-        return pair(self._predicate_tree(sel.left, keys, queries),
-                    self._predicate_tree(sel.right, keys, queries))
+        return predicates.Junction(self._predicate_tree(sel.left, keys, queries),
+                                   self._predicate_tree(sel.right, keys, queries),
+                                   runs_right_on=isinstance(sel, g.SelectorAnd))
 
     def _reader(self, side: g.SOp, found: list[g.SOp]) -> Callable[[tuple], Any]:
         value = self.constant(side)
