@@ -227,7 +227,7 @@ def run_compile(args: argparse.Namespace) -> int:
                                             progress=sys.stderr.isatty(), program=args.file,
                                             name=name, tracr_oracle=args.check_tracr,
                                             min_len=args.min_len or 1, numeric=numeric,
-                                            stage=stage)
+                                            whole_domain=args.exhaustive, stage=stage)
     except driver.Unsupported as refusal:
         if numeric is None and driver.tokens_kind(root) == "float":
             refusal.notes.append("  hint: the program reads tokens_float; --numeric-tokens "
