@@ -109,30 +109,23 @@ def test_with_a_whole_domain_proof_it_compiles_and_records_what_needs_it(tmp_pat
     assert record["proof_required"] == [f"SequenceMap 'y' at {source}:2:5"]
 
 
-def test_a_whole_domain_proof_refuses_a_model_the_pair_makes_wrong(tmp_path, capsys,
-                                                                   monkeypatch):
-    monkeypatch.setattr(joint, "JOINT_LIMIT", 100)
+@pytest.mark.parametrize("text, vocab, max_len, limit, caught_by", [
+    # validation (exhaustive here) already finds the wrong inputs
+    pytest.param(SMALL, "0,1,2,3,4,5", 3, 100, "disagrees with the program", id="small"),
+    # sampled validation (seed 0) passes this model; only the whole-domain proof, which
+    # --exhaustive now requires for it, finds the inputs where it is wrong (299,592
+    # inputs compared: about a minute)
+    pytest.param(REPRODUCER, "0,1,2,3,4,5,6,7", 6, 100_000, "(exhaustive proof)",
+                 id="issue-reproducer", marks=pytest.mark.slow),
+])
+def test_a_whole_domain_proof_refuses_a_model_the_pair_makes_wrong(
+        tmp_path, capsys, monkeypatch, text, vocab, max_len, limit, caught_by):
+    monkeypatch.setattr(joint, "JOINT_LIMIT", limit)
     source = tmp_path / "p.rasp"
-    source.write_text(SMALL)
+    source.write_text(text)
     model = tmp_path / "p.npz"
-    code, _, err = run_cli(capsys, "compile", str(source), "--name", "y", "--vocab",
-                           "0,1,2,3,4,5", "--max-len", "3", "-o", str(model), "--exhaustive",
+    code, _, err = run_cli(capsys, "compile", str(source), "--name", "y", "--vocab", vocab,
+                           "--max-len", str(max_len), "-o", str(model), "--exhaustive",
                            "--workers", "1")
     assert code == 1 and not model.exists()
-    assert "disagrees with the program" in err
-
-
-@pytest.mark.slow  # the proof compares 299,592 inputs: about a minute
-def test_the_issue_reproducer_with_exhaustive_is_refused_by_its_proof(tmp_path, capsys,
-                                                                      monkeypatch):
-    # Sampled validation (seed 0) passes this model; only the whole-domain proof, which
-    # --exhaustive now requires for it, finds the inputs where it is wrong.
-    monkeypatch.setattr(joint, "JOINT_LIMIT", 100_000)
-    source = tmp_path / "p.rasp"
-    source.write_text(REPRODUCER)
-    model = tmp_path / "p.npz"
-    code, _, err = run_cli(capsys, "compile", str(source), "--name", "y", "--vocab",
-                           "0,1,2,3,4,5,6,7", "--max-len", "6", "-o", str(model),
-                           "--exhaustive", "--workers", "1")
-    assert code == 1 and not model.exists()
-    assert "exhaustive proof" in err and "disagrees with the program" in err
+    assert "disagrees with the program" in err and caught_by in err
