@@ -47,7 +47,7 @@ def decide_joint_maps(value_sets: ValueSets, vocab: Sequence[Any], max_len: int,
     """Check every map of several s-ops that maps members of one stored value differently
     (see the module's docstring); refuse one that is wrong where its operands meet, or
     that cannot be decided. Returns the maps left to a whole-domain proof (`whole_domain`
-    on a domain above the exhaustive limit), as "Kind 'label' at file:line:col"."""
+    on a domain above JOINT_LIMIT inputs), as "Kind 'label' at file:line:col"."""
     undecided = list(value_sets.undecided.values())
     if not undecided:
         return []
@@ -64,8 +64,8 @@ def decide_joint_maps(value_sets: ValueSets, vocab: Sequence[Any], max_len: int,
                           f"is known only by checking every input, and the domain has "
                           f"{describe_size(size)} inputs, above the {JOINT_LIMIT:,} on which "
                           "the compiler checks it: compile with `rasp-sim compile "
-                          "--exhaustive` (the model is then proven on every input), or narrow the domain "
-                          "(--vocab, --max-len)", first.span)
+                          "--exhaustive` (the model is then proven on every input), or "
+                          "narrow the domain (--vocab, --max-len)", first.span)
     _check_where_operands_meet(undecided, value_sets, vocab, max_len, min_len, causal)
     return []
 
@@ -94,16 +94,16 @@ def _check_where_operands_meet(undecided: list[Undecided], value_sets: ValueSets
 
 
 def _distinct(columns: list[np.ndarray]) -> list[tuple[tuple, int]]:
-    """The distinct tuples of the columns' values at one index, each with an index where it
-    occurs: by one NumPy sort where every column is bools or numbers (Dyck-2 at max-len 9
-    has 3 million positions), else in Python."""
+    """The distinct tuples of the columns' values at one index (bases.typed: True is not
+    1), each with an index where it occurs: by one NumPy sort where every column is bools
+    or numbers (Dyck-2 at max-len 9 has 3 million positions), else in Python."""
     if all(c.dtype.kind in "biuf" for c in columns):
         records = np.rec.fromarrays(columns)
         _, first = np.unique(records, return_index=True)
-        return [(tuple(records[i].tolist()), int(i)) for i in first.tolist()]
+        return [(typed(tuple(records[i].tolist())), int(i)) for i in first.tolist()]
     found: dict[tuple, int] = {}
     for at, meeting in enumerate(zip(*(c.tolist() for c in columns))):
-        found.setdefault(meeting, at)
+        found.setdefault(typed(meeting), at)
     return list(found.items())
 
 
@@ -115,10 +115,9 @@ def _evaluated(expr: rasp.SOp, causal: bool) -> list[g.SOp]:
 
 
 def _as_operands(meeting: tuple) -> tuple[Any, Any]:
-    """The program's values at one position as the map's two operands take them: (first,
-    second), or (tuple of all but the last, last) for a map of more than two s-ops."""
-    values = tuple(typed(v) for v in meeting)
-    return (values[0], values[1]) if len(values) == 2 else (values[:-1], values[-1])
+    """The program's values (typed) at one position as the map's two operands take them:
+    (first, second), or (tuple of all but the last, last) for a map of more s-ops."""
+    return (meeting[0], meeting[1]) if len(meeting) == 2 else (meeting[:-1], meeting[-1])
 
 
 def _meeting_reason(expr: rasp.SequenceMap, value_sets: ValueSets, meeting: tuple,
