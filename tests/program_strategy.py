@@ -250,6 +250,12 @@ def _operand(draw, p: _Compilable) -> str:
 _SCALED = ("x * 0.1", "(x + indices) * 0.3", "x * 0.25 - 0.1", "(x - indices) * 0.1")
 # Constants such means take or nearly take (0.4 = 0.1 x 4, 0.05 = 0.1 / 2, ...).
 _FLOAT_CONSTANTS = ("0.05", "0.1", "0.15", "0.2", "0.3", "0.4", "0.45", "0.6")
+# A scaled mean times a position-dependent factor (Dyck's depth is a difference of
+# means times `indices + 1`): a map of two s-ops, one lookup table, which may send the
+# near-equal floats of one grid point to different values, and constants it nearly hits.
+_SCALED_PRODUCTS = ("{m} * (indices + 1)", "{m} * length", "{m} * (x + 1)",
+                    "{m} * (indices + 1) - x * 0.1")
+_PRODUCT_CONSTANTS = ("0.3", "0.4", "0.6", "0.9", "1.2", "1.5")
 
 
 def _side(draw, p: _Compilable) -> str:
@@ -290,7 +296,8 @@ def _selector(draw, p: _Compilable, depth: int = 2, read: set | None = None) -> 
 def _compilable_statement(draw, p: _Compilable) -> None:
     kind = draw(st.sampled_from(("arith", "arith", "compare", "where", "select", "mean",
                                  "mean", "categorical", "categorical", "width", "width",
-                                 "scaled mean", "scaled mean", "mixed mean")))
+                                 "scaled mean", "scaled mean", "scaled product",
+                                 "scaled product", "mixed mean")))
     if kind == "scaled mean":  # a mean of scaled tokens, then maybe a select on it
         scaled = p.bind(p.numbers, draw(st.sampled_from(_SCALED)))
         default = draw(st.sampled_from(("", ", 0", ", 0.5")))
@@ -301,6 +308,14 @@ def _compilable_statement(draw, p: _Compilable) -> None:
             other = draw(st.sampled_from(_FLOAT_CONSTANTS + (mean,)))
             p.bind(p.numbers, f"selector_width(select({mean}, {other}, "
                               f"{draw(st.sampled_from(_COMPARISONS))}))")
+    elif kind == "scaled product" and p.scaled_means:  # compared, or rounded
+        product = draw(st.sampled_from(_SCALED_PRODUCTS)).format(
+            m=draw(st.sampled_from(p.scaled_means)))
+        if draw(st.booleans()):
+            p.bind(p.bools, f"{product} {draw(st.sampled_from(_COMPARISONS))} "
+                            f"{draw(st.sampled_from(_PRODUCT_CONSTANTS))}")
+        else:
+            p.bind(p.numbers, f"round(10 * {product})")
     elif kind == "mixed mean":  # a column of bools and ints (0/1 in a mean), averaged
         a = draw(st.sampled_from([n for n in p.numbers if n not in p.fractions]))
         mixed = p.bind(p.numbers, f"({a} == {draw(st.integers(0, 2))}) if "
@@ -363,7 +378,8 @@ def compilable_programs(draw, max_statements: int = 5) -> str:
     """Text of a random program over `tokens_int` (as `x`) in the fragment the tracr
     backend lowers: arithmetic and comparison maps, selects with and/or/not, numerical
     means with default 0 or another, means of scaled tokens (`x * 0.1`) as select keys
-    against float constants and themselves, means of columns mixing bools and ints,
+    against float constants and themselves, and times `indices + 1` (or another
+    position-dependent factor) compared or rounded, means of columns mixing bools and ints,
     categorical aggregates (at most one key) with numeric or boolean defaults, selector
     widths; later statements read earlier ones, so means feed maps and selects. The
     program's value is bound to `y`."""

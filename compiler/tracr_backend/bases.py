@@ -33,6 +33,8 @@ SCALE = "rasp_sim_scale"      # a sum's fixed selector width k: the head's value
 VALUE_MAP = "rasp_sim_value_map"  # an aggregate's f: it averages f(x) of its s-op x's values
 SIDES = "rasp_sim_sides"      # a select's (keys, queries): what each side reads, for messages
 SUM = "rasp_sim_sum"          # a sum lowered as width x mean: (its mean head, its default)
+OPERANDS = "rasp_sim_operands"  # a SequenceMap's rasp-sim s-ops (a tuple of all but the last
+                                # when more than two), for joint.py's check of where they meet
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,9 @@ class ValueSets:
     s-op must agree on them (within validation's tolerance), a select must select alike
     for every one of them (`check_select`) and a categorical output must be one value
     (`check_output`); anything else is refused here, before a model exists. (A map of
-    several s-ops is the exception, see `_images`.) A mean of one selected bool is that
-    bool, which the model carries as the number it equals: it is a member apart."""
+    several s-ops is the exception: see `_images`, and joint.py, which decides it.) A mean
+    of one selected bool is that bool, which the model carries as the number it equals:
+    it is a member apart."""
 
     def __init__(self, vocab: Sequence[Any], max_len: int):
         self.vocab = frozenset(typed(v) for v in vocab)
@@ -105,6 +108,9 @@ class ValueSets:
         self.memo: dict[str, frozenset] = {}
         # per label: stored value -> the program's values it stands for, where several
         self.aliases: dict[str, dict[Any, frozenset]] = {}
+        # per label of a map of several s-ops: one pair of members it maps differently
+        self.undecided: dict[str, Undecided] = {}
+        self._carriers: dict[str, dict[Any, Any]] = {}  # per label: value -> stored value
 
     def of(self, expr: rasp.SOp) -> frozenset:
         if expr.label not in self.memo:
@@ -123,6 +129,33 @@ class ValueSets:
         """The program's values that the stored `value` of `expr` stands for."""
         self.of(expr)
         return self.aliases[expr.label].get(value, frozenset([value]))
+
+    def stored_of(self, expr: rasp.SOp, value: Any) -> Any:
+        """The stored value of `expr` that carries the program's `value` (bases.typed):
+        itself, or the stored value of the run it belongs to, else one within validation's
+        tolerance (a float sum the enumeration did not meet); `value` where none is."""
+        if expr.label not in self._carriers:
+            carriers = {v: v for v in self.of(expr)}
+            for stored, members in self.aliases[expr.label].items():
+                carriers.update(dict.fromkeys(members, stored))
+            self._carriers[expr.label] = carriers
+        carriers = self._carriers[expr.label]
+        if value not in carriers:
+            carriers[value] = next((v for v in self.of(expr) if _same_value(
+                plain(v), plain(value), exact_type=False)), value)
+        return carriers[value]
+
+    def misread(self, expr: rasp.SequenceMap, operands: tuple[Any, Any]
+                ) -> tuple[Any, Any] | None:
+        """(the program's value, the model's) of the map `expr` where its operands hold the
+        program's values `operands`, if they differ beyond validation's tolerance: its
+        table gives f of the stored values that carry them. None where it is exact."""
+        program = expr.f(*operands)
+        model = expr.f(self.stored_of(expr.fst, operands[0]),
+                       self.stored_of(expr.snd, operands[1]))
+        if program is None or _same_value(plain(program), plain(model), exact_type=False):
+            return None  # None: the program fails there (outside its domain)
+        return program, model
 
     def _compute(self, expr: rasp.SOp) -> tuple[set, dict[Any, frozenset]]:
         if isinstance(expr, rasp.TokensType):
@@ -158,10 +191,11 @@ class ValueSets:
         members. f of one operand must agree (within validation's tolerance) on the
         members of a stored value: where it does not, the program's value depends on float
         rounding, and the model would be wrong on some inputs whatever representative it
-        kept. Of several operands, a disagreement is not refused: the product of their
-        value sets pairs values that never meet at one position (Dyck's depth, a
+        kept. Of several operands, a disagreement is not refused here: the product of
+        their value sets pairs values that never meet at one position (Dyck's depth, a
         difference of means times indices + 1, is an integer wherever the two meet, but
-        -1/12 x 6 rounds either way), so it may be infeasible; validation checks those."""
+        -1/12 x 6 rounds either way), so it may be infeasible. It is recorded
+        (`undecided`) and joint.py decides it on the values that do meet, or refuses."""
         stored = [self.of(op) for op in operands]
         aliased = [self.aliases[op.label] for op in operands]
         values: set = set()
@@ -178,6 +212,8 @@ class ValueSets:
                 # which the blocks reading it must treat alike (check_select, check_output)
                 if not _same_value(plain(image), plain(y), exact_type=False):
                     if len(combo) > 1:
+                        self.undecided.setdefault(expr.label, Undecided(
+                            expr, tuple(combo), tuple(members), y, image))
                         continue
                     raise Unsupported(_name(expr), _depends(combo[0], members[0],
                                                             f"give {plain(y)!r} and "
@@ -243,6 +279,36 @@ class ValueSets:
             else:
                 out |= sums if summed else {s * 1.0 / width for s in sums}
         return out
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A map of several s-ops whose stored operand values `stored` stand for `members`
+    (differing from them in the last bits), which it maps to `image` instead of the
+    stored values' `value`: the model computes `value` wherever `members` meet."""
+
+    expr: rasp.SOp
+    stored: tuple
+    members: tuple
+    value: Any
+    image: Any
+
+    @property
+    def name(self) -> str:
+        return _name(self.expr)
+
+    @property
+    def span(self) -> Any:
+        return _span(self.expr)
+
+    def reason(self) -> str:
+        """The two operand values that differ in the last bits, and what it makes of
+        each, with the other operand's value."""
+        at = next(i for i, (a, b) in enumerate(zip(self.stored, self.members)) if a != b)
+        others = [plain(v) for i, v in enumerate(self.stored) if i != at]
+        return _depends(self.stored[at], self.members[at],
+                        f"give {plain(self.value)!r} and {plain(self.image)!r} with "
+                        f"{', '.join(map(repr, others))} as its other operand")
 
 
 def _split_selection(answers: dict[tuple[Any, Any], bool], select: rasp.Select) -> str:

@@ -51,18 +51,22 @@ class Encoding:
                    None if values is None else tuple(values))
 
     def interpreter_rows(self, rows: np.ndarray) -> Any:
-        """Vocabulary-index rows as the interpreter's batched API takes them, built without
-        a Python loop per token where the vocabulary allows: an int64 matrix for int
-        tokens, one string per input for one-character tokens, else lists of tokens."""
-        if all(type(t) is int for t in self.vocab):
-            try:
-                return np.array(self.vocab, dtype=np.int64)[rows]
-            except OverflowError:
-                pass
-        if all(type(t) is str and len(t) == 1 for t in self.vocab) and rows.size:
-            chars = np.array(self.vocab, dtype="<U1")[rows]
-            return np.ascontiguousarray(chars).view(f"<U{rows.shape[1]}").ravel().tolist()
-        return [[self.vocab[i] for i in row] for row in rows.tolist()]
+        return interpreter_rows(self.vocab, rows)
+
+
+def interpreter_rows(vocab: Sequence[Any], rows: np.ndarray) -> Any:
+    """Vocabulary-index rows as the interpreter's batched API takes them, built without a
+    Python loop per token where the vocabulary allows: an int64 matrix for int tokens, one
+    string per input for one-character tokens, else lists of tokens."""
+    if all(type(t) is int for t in vocab):
+        try:
+            return np.array(vocab, dtype=np.int64)[rows]
+        except OverflowError:
+            pass
+    if all(type(t) is str and len(t) == 1 for t in vocab) and rows.size:
+        chars = np.array(vocab, dtype="<U1")[rows]
+        return np.ascontiguousarray(chars).view(f"<U{rows.shape[1]}").ravel().tolist()
+    return [[vocab[i] for i in row] for row in rows.tolist()]
 
 
 @dataclass

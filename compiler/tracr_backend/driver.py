@@ -170,6 +170,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
                     samples: int = DEFAULT_SAMPLES, seed: int = 0, progress: bool = False,
                     program: str = "", name: str = "", tracr_oracle: bool = True,
                     min_len: int = 1, numeric: NumericDomain | None = None,
+                    whole_domain: bool = False,
                     stage: Callable[[str], None] = lambda name: None) -> Result:
     """Compile, export and validate; the weights are marked validated only if all agree.
 
@@ -177,7 +178,10 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
     compares the written weights with the interpreter only: no jax, no haiku, so a compile
     takes a fraction of a second instead of seconds (the CLI's default; `--check-tracr`
     adds the oracle). `stage(name)` is told as each step starts (lowering, weights, tracr's
-    model, validating), for a progress display."""
+    model, validating), for a progress display. `whole_domain`: the caller proves the
+    model on every input afterwards (`prove`, the CLI's --exhaustive), so a map that only
+    such a proof can show exact is compiled (listed in the record's "proof_required")
+    instead of refused (joint.py)."""
     start = time.perf_counter()
     if numeric is not None and tokens_kind(root) != "float":
         raise Unsupported("--numeric-tokens", f"the program reads its tokens as "
@@ -185,7 +189,7 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
                           "tokens_float")
     stage("lowering to tracr's craft model")
     compiled = compile_graph(root, vocab, max_len, causal=causal, min_len=min_len,
-                             numeric=numeric)
+                             numeric=numeric, whole_domain=whole_domain)
     if tracr_oracle and compiled.gated:
         raise Unsupported("--check-tracr", "this model has gated (ReGLU) MLPs or numeric "
                           "inputs, which tracr's model cannot express; it is validated by "
@@ -199,6 +203,8 @@ def compile_program(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: 
         "tracr_oracle": tracr_oracle,  # whether the validation also ran tracr's own model
         "rasp_sim_version": _version("rasp-sim"), "tracr_version": _version("tracr-pypi"),
     }
+    if compiled.proof_required:  # exact only where the whole-domain proof shows it
+        record["proof_required"] = list(compiled.proof_required)
     # a product that overflows (a --token-range near 1e308) is refused with the weight it
     # made non-finite (the weights' own check), not printed as a NumPy RuntimeWarning
     stage("assembling the weights")

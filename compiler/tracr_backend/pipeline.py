@@ -29,6 +29,7 @@ from .allocate import allocate
 from .bases import DEFAULT, SCALE, SIGNED, SPAN, VALUE_MAP, annotate_graph, typed
 from .continuous import LayerNormPick, NumericDomain, PolyMap, SoftmaxPick, poly_units
 from .checks import Unsupported, check_vocab
+from .joint import decide_joint_maps
 from .simplify import simplify
 from .translate import Translation, translate
 
@@ -52,6 +53,8 @@ class Compiled:
     min_len: int = 1
     numeric: NumericDomain | None = None  # real-valued tokens (continuous.py)
     block_nodes: tuple[tuple[str, ...], ...] = ()  # per craft block: the graph nodes it computes
+    # maps exact only where a whole-domain proof shows it (joint.py): "Kind 'label' at span"
+    proof_required: tuple[str, ...] = ()
 
     @property
     def categorical_output(self) -> bool:
@@ -100,10 +103,12 @@ class _Placeholder:
 
 def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
                   causal: bool = False, min_len: int = 1,
-                  numeric: NumericDomain | None = None) -> Compiled:
+                  numeric: NumericDomain | None = None, whole_domain: bool = False) -> Compiled:
     """Lower `root` to a craft model over `vocab` (typed as the program's tokens) and
     sequences of length min_len..max_len; with `numeric`, over real-valued tokens (one
-    residual direction, written linearly; `vocab` is ignored)."""
+    residual direction, written linearly; `vocab` is ignored). `whole_domain`: the caller
+    proves the model on every input, so a map that only such a proof can decide
+    (joint.py) is compiled and listed in `proof_required` instead of refused."""
     if numeric is None:
         check_vocab(vocab, max_len)
         if BOS in vocab or PAD in vocab:
@@ -122,6 +127,9 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     exactness = annotate_graph(graph, translation.value_sets)
     sink = graph.nodes[extracted.sink[nodes.ID]]
     translation.value_sets.check_output(sink[nodes.EXPR])
+    proof_required = decide_joint_maps(translation.value_sets, vocab_values, max_len,
+                                       min_len=min_len, causal=causal,
+                                       numeric=numeric is not None, whole_domain=whole_domain)
     if rasp.is_categorical(sink[nodes.EXPR]) and not sink[nodes.VALUE_SET]:
         raise Unsupported("the program", "gives no value on any input of the domain (the "
                           "interpreter fails on every one): there is nothing to compile",
@@ -144,7 +152,7 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     craft_model, block_nodes = allocate(graph)
     return Compiled(translation, graph, extracted.sink, craft_model, vocab_values, max_len,
                     causal, exactness, min_len, numeric,
-                    tuple(tuple(ids) for ids in block_nodes))
+                    tuple(tuple(ids) for ids in block_nodes), tuple(proof_required))
 
 
 def _extract_graph(tip: rasp.SOp) -> rasp_to_graph.ExtractRaspGraphOutput:

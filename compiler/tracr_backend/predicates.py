@@ -84,28 +84,22 @@ class Not:
         return ~values, errors
 
 
-class And:
-    def __init__(self, left: Any, right: Any):
-        self.left, self.right = left, right
+class Junction:
+    """`left and right` (`runs_right_on` True) or `left or right` (False), short-circuiting
+    as Python does: the right side runs only where the left side is `runs_right_on`, and
+    the value is the left side's elsewhere."""
+
+    def __init__(self, left: Any, right: Any, runs_right_on: bool):
+        self.left, self.right, self.runs_right_on = left, right, runs_right_on
 
     def pair(self, k: tuple, q: tuple) -> Any:
-        return self.left.pair(k, q) and self.right.pair(k, q)
+        left = self.left.pair(k, q)
+        return self.right.pair(k, q) if bool(left) == self.runs_right_on else left
 
     def grid(self, keys: Sequence[tuple], queries: Sequence[tuple]) -> Grid:
         (lv, le), (rv, re) = self.left.grid(keys, queries), self.right.grid(keys, queries)
-        return lv & rv, le | (~le & lv & re)  # the right side runs only where the left holds
-
-
-class Or:
-    def __init__(self, left: Any, right: Any):
-        self.left, self.right = left, right
-
-    def pair(self, k: tuple, q: tuple) -> Any:
-        return self.left.pair(k, q) or self.right.pair(k, q)
-
-    def grid(self, keys: Sequence[tuple], queries: Sequence[tuple]) -> Grid:
-        (lv, le), (rv, re) = self.left.grid(keys, queries), self.right.grid(keys, queries)
-        return lv | rv, le | (~le & ~lv & re)  # the right side runs only where the left fails
+        runs = lv == self.runs_right_on  # where the right side decides (if the left ran)
+        return np.where(runs, rv, lv), le | (~le & runs & re)
 
 
 def _each(f: Callable[[tuple], Any], inputs: Sequence[tuple]) -> list[tuple[bool, Any]]:

@@ -38,7 +38,7 @@ from rasp_sim.errors import RaspError
 from rasp_sim import library_patterns as patterns
 from . import predicates
 from .atoms import NOT_CONSTANT, atom_function, total
-from .bases import (DEFAULT, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
+from .bases import (DEFAULT, OPERANDS, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,
                     is_numeric_column, plain, typed)
 from .checks import MAX_TABLE, MAX_VALUE_SET, Unsupported, check_graph, describe, tokens_kind
 from .continuous import (MASK_MARGIN, ContinuousLowering, LayerNormPick, NumericDomain,
@@ -292,10 +292,11 @@ class _Translator(ContinuousLowering):
             return _named(linear, node, NUM)
         operands = [self.as_encoding(v, CAT) for v in varying]
         if len(operands) == 2:
-            return _named(rasp.SequenceMap(total(apply), *operands), node, CAT)
+            return _named(rasp.SequenceMap(total(apply), *operands), node, CAT,
+                          **{OPERANDS: tuple(varying)})
         head = self.tuple_of(varying[:-1])
         return _named(rasp.SequenceMap(total(lambda t, z: apply(*t, z)), head, operands[-1]),
-                      node, CAT)
+                      node, CAT, **{OPERANDS: tuple(varying)})
 
     def tuple_of(self, nodes: Sequence[g.SOp]) -> rasp.SOp:
         """One categorical s-op whose value is the tuple of the nodes' values."""
@@ -529,9 +530,9 @@ class _Translator(ContinuousLowering):
         if isinstance(sel, g.SelectorNot):
             return predicates.Not(self._predicate_tree(sel.operand, keys, queries))
         assert isinstance(sel, g.SelectorPair)
-        pair = predicates.And if isinstance(sel, g.SelectorAnd) else predicates.Or
-        return pair(self._predicate_tree(sel.left, keys, queries),
-                    self._predicate_tree(sel.right, keys, queries))
+        return predicates.Junction(self._predicate_tree(sel.left, keys, queries),
+                                   self._predicate_tree(sel.right, keys, queries),
+                                   runs_right_on=isinstance(sel, g.SelectorAnd))
 
     def _reader(self, side: g.SOp, found: list[g.SOp]) -> Callable[[tuple], Any]:
         value = self.constant(side)

@@ -3,7 +3,8 @@
 Each program of `compilable_programs` (maps, composite selects, means with any default,
 categorical aggregates with numeric and boolean defaults, selector widths, means feeding
 maps and selects, means of scaled tokens such as `x * 0.1` as select keys against float
-constants and themselves, means of columns mixing bools and ints) is compiled for a small
+constants and themselves, and times `indices + 1` (a map of two s-ops, as Dyck's depth)
+compared or rounded, means of columns mixing bools and ints) is compiled for a small
 vocabulary and length, so validation is exhaustive; the property: refused with a reason
 and a location, or validated on every input of the declared domain. No compile may fail
 its own validation: each such failure is a lowering bug to fix or a refusal to add. A
