@@ -1,0 +1,22 @@
+"""The deciding experiment of the README's k-hop paragraph: the `long` budget's S-RL run
+trained on k = 2 alone (min_hops = max_hops = 2) for 8,000 steps, curve points every 500.
+
+    python docs/results/long-khop/k2-only/run.py OUT_DIR
+"""
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from rasp_sim.experiments.budgets import plan, with_steps
+from rasp_sim.experiments.sweep import sweep
+
+(base,) = plan("khop", "long", variants=("S-RL",))
+(run,) = with_steps([base], 8000)
+run = replace(run, eval_every=500, checkpoint_every=2000,
+              task_options={**run.task_options, "min_hops": 2})
+results, failures = sweep([run], Path(sys.argv[1]), progress=False)
+for failure in failures:
+    print(failure)
+for result in results:
+    print(result["final"]["accuracy"],
+          [(point["step"], round(point["test_accuracy"], 3)) for point in result["curves"]])
