@@ -33,8 +33,9 @@ SCALE = "rasp_sim_scale"      # a sum's fixed selector width k: the head's value
 VALUE_MAP = "rasp_sim_value_map"  # an aggregate's f: it averages f(x) of its s-op x's values
 SIDES = "rasp_sim_sides"      # a select's (keys, queries): what each side reads, for messages
 SUM = "rasp_sim_sum"          # a sum lowered as width x mean: (its mean head, its default)
-OPERANDS = "rasp_sim_operands"  # a SequenceMap's rasp-sim s-ops (a tuple of all but the last
-                                # when more than two), for joint.py's check of where they meet
+OPERANDS = "rasp_sim_operands"  # every rasp-sim s-op a SequenceMap reads, in order (its
+                                # first operand is the tuple of all but the last when there
+                                # are more than two), for joint.py's check of where they meet
 
 
 @dataclass(frozen=True)

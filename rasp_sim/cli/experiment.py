@@ -29,13 +29,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Train only the embedding and unembedding of "
                     "frozen sparse or random transformers (and a fully trained baseline).")
     parser.add_argument("task", metavar="TASK", help="dyck1, khop or all")
-    parser.add_argument("--budget", choices=("ci", "small", "medium", "long", "paper"), default="ci",
+    parser.add_argument("--budget", choices=("ci", "small", "medium", "long", "paper"),
+                        default="ci",
                         help="ci: one short run per task; small: every backbone x 3 seeds "
                         "(measured: 33 minutes on 2 CPU cores with --workers 2); medium: small "
                         "x 4 steps, and k-hop at max_hops 4 with one seed (3.7 h of measured "
                         "runs: about 2 h on 2 CPU cores with --workers 2); long: Dyck-1 S-A "
                         "and R-A at 2x medium's steps, k-hop S-RL and R-RL for 30,000 steps "
-                        "(about 40 minutes a run on one core); paper: the "
+                        "(measured: 77 minutes a k-hop run on 2 shared CPU cores); paper: the "
                         "precursors' settings "
                         "(a GPU's work: --device gpu)")
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",

@@ -25,9 +25,9 @@
   machine plateaus" (the medium curves are flat only where the cosine schedule ends).
   k-hop: the residual machines S-RL and R-RL at max_hops = 2 for 30,000 steps (18.75x
   medium, curve points every 1,000), one seed each: whether they reach every hop count,
-  which medium's 1,600 steps do not (k = 2 stays at 52% on every machine). Each k-hop run
-  is about 0.08 CPU-s a step, so about 40 minutes on one core, under the two hours on 2
-  cores that keeps it runnable here.
+  which medium's 1,600 steps do not (k = 2 stays at 52% on every machine). Measured: 77
+  minutes a k-hop run (wall, --workers 2 on 2 cores shared with other training runs),
+  under the two hours on 2 cores that keeps it runnable here.
 - ci: one short run per task (the CI smoke test of docs/universal.md: 200 Dyck-1 steps).
 """
 from __future__ import annotations
