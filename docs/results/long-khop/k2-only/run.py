@@ -10,6 +10,8 @@ from pathlib import Path
 from rasp_sim.experiments.budgets import plan, with_steps
 from rasp_sim.experiments.sweep import sweep
 
+if len(sys.argv) != 2:
+    sys.exit(f"usage: python {sys.argv[0]} OUT_DIR")
 (base,) = plan("khop", "long", variants=("S-RL",))
 (run,) = with_steps([base], 8000)
 run = replace(run, eval_every=500, checkpoint_every=2000,
