@@ -10,9 +10,16 @@ untouched and the temporary file is removed.
 
 On Linux the temporary file is created unnamed (O_TMPFILE): a process killed with SIGKILL
 while writing leaves nothing behind, since the kernel frees an unnamed file with its last
-descriptor. It gets a name only for the instant between `link` and `os.replace`. Where
-O_TMPFILE is not available (other systems, some file systems), a named `.NAME.*.tmp` file
-in the same folder is used instead, which SIGKILL can leave behind.
+descriptor. It gets a name only for the instant between `link` and `os.replace` (two
+system calls; no call replaces a file with an unnamed one). Where O_TMPFILE is not
+available (other systems, some file systems), a named temporary file is used for the
+whole write instead.
+
+A SIGKILL inside that instant, or during a named write, leaves a temporary file, which
+nothing in the killed process can remove. Its name, `.NAME.HOST-PID.RANDOM.tmp`, says which
+process staged it, so the next write to NAME removes those of this host's processes that
+are no longer running. It never touches another host's (a folder shared over a network)
+or a running writer's; a reused PID only delays the clean-up.
 
 Permissions: the file is created with mode 0666 minus the umask, as `open(path, "w")`
 creates one (0644 under umask 022), whatever library writes the data. When `path` already
@@ -21,8 +28,10 @@ exists its permission bits are kept, as writing over it in place would keep them
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
+import socket
 import stat
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,8 +54,44 @@ def _open_unnamed(folder: Path) -> int | None:
         raise
 
 
+def _host_tag() -> str:
+    """A short, file-name-safe tag of this host, so that a folder shared between hosts
+    never has one host judge another's PIDs."""
+    return hashlib.blake2s(socket.gethostname().encode(), digest_size=4).hexdigest()
+
+
 def _temporary_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    return target.with_name(
+        f".{target.name}.{_host_tag()}-{os.getpid()}.{secrets.token_hex(6)}.tmp")
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by another user
+        return True
+    return True
+
+
+def _remove_abandoned(target: Path) -> None:
+    """Remove the temporary files of earlier writes to `target` whose writer, on this
+    host, is no longer running (killed inside the window the module docstring names)."""
+    prefix, suffix = f".{target.name}.{_host_tag()}-", ".tmp"
+    try:
+        entries = [entry.name for entry in os.scandir(target.parent)]
+    except OSError:  # an unreadable folder: the write itself reports what is wrong
+        return
+    for name in entries:
+        if not (name.startswith(prefix) and name.endswith(suffix)):
+            continue
+        pid_text = name[len(prefix):-len(suffix)].split(".")[0]
+        if pid_text.isdigit() and not _is_running(int(pid_text)):
+            try:
+                (target.parent / name).unlink(missing_ok=True)
+            except OSError:  # clean-up is a courtesy: it never fails the write
+                pass
 
 
 def _open_named(target: Path) -> tuple[int, Path]:
@@ -106,6 +151,7 @@ def replacing(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """A binary file to write `path`'s new contents to; see the module docstring."""
     target = Path(path)
     folder = target.parent
+    _remove_abandoned(target)
     descriptor = _open_unnamed(folder)
     staged: Path | None = None
     if descriptor is None:

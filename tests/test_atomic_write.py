@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rasp_sim.atomic_write import replacing, write_text
+from rasp_sim.atomic_write import _temporary_name, replacing, write_text
 from rasp_sim.compiler import load_weights, save_weights
 from rasp_sim.compiler.universal import Shape, build_random
 from rasp_sim.compiler.weights import HASH_KEY, _stored_form
@@ -97,13 +97,15 @@ WRITER = textwrap.dedent("""
     pytest.param(".safetensors", 60, marks=pytest.mark.slow)])
 def test_sigkill_at_random_points_of_writes(tmp_path, suffix, kills):
     """A writer saves two models in turn to one path, without pause, and is killed after a
-    random delay: the file is always one of the two models, whole (its hash checks), and
-    no temporary file is left."""
+    random delay: the file is always one of the two models, whole (its hash checks). A
+    temporary file is left only by a kill between `link` and `os.replace` (then it is a
+    whole model, named by the killed writer's PID), and the next write removes it."""
     path = tmp_path / f"model{suffix}"
     m = 1024  # about 8 MB per file: a write takes tens of ms, so most kills land inside one
     expected = [signature_of(machine(seed, m), tmp_path / f"ref{suffix}") for seed in (1, 2)]
     save_weights(machine(1, m), path)
     chooser = random.Random(22)
+    killed = []
     for _ in range(kills):
         child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(m)],
                                  stdout=subprocess.PIPE, text=True)
@@ -112,9 +114,58 @@ def test_sigkill_at_random_points_of_writes(tmp_path, suffix, kills):
         child.send_signal(signal.SIGKILL)
         child.wait()
         child.stdout.close()
+        killed.append(child.pid)
         loaded = signature(path)
         assert loaded in expected
-        assert os.listdir(tmp_path) == [path.name]
+        for name in set(os.listdir(tmp_path)) - {path.name}:
+            assert any(f"-{pid}." in name for pid in killed), name
+            staged = tmp_path / name
+            assert signature(staged.rename(tmp_path / f"left{suffix}")) in expected
+            (tmp_path / f"left{suffix}").rename(staged)
+    save_weights(machine(2, m), path)
+    assert os.listdir(tmp_path) == [path.name]
+
+
+KILLED_WHILE_PUBLISHING = textwrap.dedent("""
+    import os, signal, sys
+    from rasp_sim.atomic_write import write_text
+    os.replace = lambda *names: os.kill(os.getpid(), signal.SIGKILL)
+    write_text(sys.argv[1], "new")
+""")
+
+
+def test_a_kill_between_link_and_replace_leaves_a_whole_file_the_next_write_removes(
+        tmp_path):
+    """The one instant the unnamed file has a name: SIGKILL there (forced by replacing
+    os.replace with a kill) leaves the old file and a staged copy of the new one whole."""
+    path = tmp_path / "out.txt"
+    write_text(path, "old")
+    child = subprocess.run([sys.executable, "-c", KILLED_WHILE_PUBLISHING, str(path)])
+    assert child.returncode == -signal.SIGKILL
+    assert path.read_text() == "old"
+    [left] = set(os.listdir(tmp_path)) - {"out.txt"}
+    assert (tmp_path / left).read_text() == "new"
+    write_text(path, "newer")
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_a_write_removes_only_the_temporary_files_of_dead_writers(tmp_path):
+    """Leftovers of a killed writer go at the next write to the same file; a running
+    writer's, another host's and another file's stay."""
+    path = tmp_path / "out.txt"
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    dead = _temporary_name(path).name.replace(f"-{os.getpid()}.", f"-{finished.pid}.")
+    running = _temporary_name(path).name.replace(f"-{os.getpid()}.", f"-{os.getppid()}.")
+    other_host = f".out.txt.00000000-{finished.pid}.0123456789ab.tmp"
+    other_file = _temporary_name(tmp_path / "other.txt").name.replace(
+        f"-{os.getpid()}.", f"-{finished.pid}.")
+    for name in (dead, running, other_host, other_file):
+        (tmp_path / name).write_text("staged")
+    write_text(path, "new")
+    assert path.read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == sorted([
+        "out.txt", running, other_host, other_file])
 
 
 def _limit_file_size(limit: int):
