@@ -10,6 +10,9 @@ disagree with their program, raise a `CompileError`.
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -47,7 +50,9 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
             vocab: Sequence[Any] | None = None, max_len: int, min_len: int | None = None,
             numeric_tokens: bool = False, token_range: tuple[float, float] = (-1000.0, 1000.0),
             causal: bool = False, samples: int | None = None, seed: int = 0,
-            force: bool = False) -> Model:
+            force: bool = False, exhaustive: bool = False,
+            proof_dir: str | os.PathLike | None = None, workers: int | None = None,
+            scheduler: str | None = None) -> Model:
     """The s-op `name` of `program` (default: the last name assigned) as validated
     transformer weights, as `rasp-sim compile` builds them.
 
@@ -58,7 +63,14 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
     structured ones (docs/compiler.md says what that proves). A model that disagrees
     raises a CompileError naming the input, unless `force` (the model is then marked
     unvalidated). `causal` builds a decoder-style model (validated against the causal
-    program)."""
+    program).
+
+    `exhaustive=True` then proves the model on every input of the domain, whatever its
+    size, as `rasp-sim compile --exhaustive` does: progress lines on stderr, the chunks on
+    a local Dask cluster of `workers` processes (default: the machine's cores) or on the
+    Dask `scheduler` address, the proof recorded in `Model.proof`. Finished chunks are
+    recorded in `proof_dir` (default: a temporary folder, removed afterwards), so an
+    interrupted proof resumes when compile is called again with the same `proof_dir`."""
     if not isinstance(program, Program):
         raise RaspTypeError("compile takes a Program (from rasp_sim.parse or rasp_sim.load), "
                             f"not a {type(program).__name__}")
@@ -66,6 +78,7 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
     min_len = None if min_len is None else arguments.integer("compile", min_len, "min_len", 1)
     samples = None if samples is None else arguments.integer("compile", samples, "samples", 1)
     seed = arguments.integer("compile", seed, "seed", 0)
+    workers = None if workers is None else arguments.integer("compile", workers, "workers", 1)
     token_range = arguments.number_range("compile", token_range, "token_range")
     vocab = None if vocab is None else arguments.vocabulary("compile", vocab)
     driver = _driver()
@@ -75,6 +88,13 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
     if numeric_tokens == (vocab is not None):
         raise CompileError("give exactly one of vocab (the token values) and "
                            "numeric_tokens=True (real-valued tokens)")
+    if exhaustive and numeric_tokens:
+        raise CompileError("exhaustive=True: a numeric_tokens model reads real numbers, so "
+                           "its domain is infinite and cannot be enumerated (its validation "
+                           "is sampled: samples=)")
+    if not exhaustive and (proof_dir, workers, scheduler) != (None, None, None):
+        raise CompileError("proof_dir, workers and scheduler are for an exhaustive proof: "
+                           "add exhaustive=True")
     numeric = None
     if numeric_tokens:
         numeric = driver.NumericDomain(max_len if min_len is None else min_len, max_len,
@@ -88,10 +108,31 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
             root, values, max_len, causal=causal,
             samples=samples or (driver.NUMERIC_SAMPLES if numeric else driver.DEFAULT_SAMPLES),
             seed=seed, program=program.source, name=node_name, tracr_oracle=False,
-            min_len=min_len or 1, numeric=numeric)
+            min_len=min_len or 1, numeric=numeric, whole_domain=exhaustive)
     except driver.Unsupported as refusal:
         raise _at_binding(refusal, program, node_name) from None
+    if exhaustive and result.report.ok:  # a failed validation needs no proof
+        result = _proven(driver, result, root, proof_dir, workers, scheduler)
     return Model(driver.final_weights(result, force=force, remedy=driver.API_REMEDY))
+
+
+def _proven(driver: Any, result: Any, root: SOp, proof_dir: str | os.PathLike | None,
+            workers: int | None, scheduler: str | None) -> Any:
+    """`result` with its whole-domain proof (driver.prove), its chunks recorded in
+    `proof_dir` or in a temporary folder."""
+    def report(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    hint = ("call compile again with the same proof_dir to resume from there"
+            if proof_dir is not None else
+            "they are removed with it; pass proof_dir= to keep finished chunks and resume")
+    with (nullcontext(proof_dir) if proof_dir is not None
+          else tempfile.TemporaryDirectory(prefix="rasp-sim-proof-")) as folder:
+        proof, records = driver.prove(result.weights, root, Path(folder), workers=workers,
+                                      scheduler=scheduler, report=report, resume_hint=hint)
+        if proof_dir is not None:  # a temporary folder goes with its context
+            records.remove()  # the result is in the model from here on
+    return driver.proven(result, proof)
 
 
 def _driver() -> Any:

@@ -239,6 +239,8 @@ def test_token_sequences_stay_in_the_domain(x):
     ({"max_len": "3"}, "compile: max_len must be an int, not str '3'"),
     ({"max_len": 3, "samples": -5}, "compile: samples must be at least 1, got -5"),
     ({"max_len": 3, "seed": -1}, "compile: seed must be at least 0, got -1"),
+    ({"max_len": 3, "exhaustive": True, "workers": 0},
+     "compile: workers must be at least 1, got 0"),
     ({"max_len": 3, "vocab": [[1]]}, "vocab entries are tokens .* not list \\[1\\]"),
     ({"max_len": 3, "vocab": 7}, "vocab must be a str or a list of tokens, not int 7"),
     ({"max_len": 3, "vocab": None, "numeric_tokens": True, "token_range": (5, 1)},
@@ -250,6 +252,19 @@ def test_compile_checks_its_arguments_before_work(options, message):
     program = rasp_sim.parse("x = tokens_float * 2;")
     with pytest.raises(rasp_sim.RaspTypeError, match=message):
         rasp_sim.compile(program, **{"vocab": "ab", **options})
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"vocab": None, "numeric_tokens": True, "exhaustive": True},
+     "exhaustive=True: a numeric_tokens model reads real numbers"),
+    ({"proof_dir": "p"}, "proof_dir, workers and scheduler are for an exhaustive proof"),
+    ({"workers": 2}, "proof_dir, workers and scheduler are for an exhaustive proof"),
+])
+def test_proof_options_need_an_exhaustive_proof_of_tokens(options, message):
+    pytest.importorskip("tracr")
+    program = rasp_sim.parse("x = tokens_float * 2;")
+    with pytest.raises(rasp_sim.CompileError, match=message):
+        rasp_sim.compile(program, **{"vocab": "ab", "max_len": 2, **options})
 
 
 def test_compile_takes_a_program():

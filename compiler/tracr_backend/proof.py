@@ -305,7 +305,9 @@ def proof_task(weights: Transformer, root: g.SOp) -> tuple[ProofTask, dict]:
 
 def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | None = None,
           scheduler: str | None = None, report: Callable[[str], None] = lambda line: None,
-          local_below_seconds: float = LOCAL_BELOW_SECONDS) -> tuple[Proof, Records]:
+          local_below_seconds: float = LOCAL_BELOW_SECONDS,
+          resume_hint: str = "run the same command again to resume from there"
+          ) -> tuple[Proof, Records]:
     """Prove `weights` against the program `root` on every input of the model's domain,
     recording finished chunks in `folder` and skipping those recorded there already.
 
@@ -313,7 +315,8 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     domain's size and the time estimate, then progress lines. The rest runs here when it
     is estimated under `local_below_seconds` of CPU or `workers` is 1, else on Dask: a
     local cluster of `workers` processes (default: this machine's cores) or `scheduler`.
-    Ctrl-C raises ProofInterrupted, saying what is recorded and how to resume. Returns the
+    Ctrl-C raises ProofInterrupted, saying what is recorded and, in `resume_hint`, how to
+    resume. Returns the
     proof and its records (for the caller to remove once the result is in the model)."""
     start = time.perf_counter()
     task, domain = proof_task(weights, root)
@@ -343,7 +346,7 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
         raise ProofInterrupted(
             f"the proof stopped: {proof.inputs:,} of {describe_size(total)} inputs "
             f"({len(records.finished()):,} of {chunks:,} chunks) are proven and recorded in "
-            f"{folder}; run the same command again to resume from there") from None
+            f"{folder}; {resume_hint}") from None
     proof.seconds = time.perf_counter() - start
     return proof, records
 

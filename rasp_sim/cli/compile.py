@@ -315,15 +315,25 @@ def run_verify(args: argparse.Namespace) -> int:
     compile_seed = driver.compile_seed(model)
     report = driver.verify(model, root, samples=args.samples, seed=args.seed,
                            progress=sys.stderr.isatty())
+    info = driver.compile_info(model)
+    recorded = info.get("proof")
+    needs_proof = info.get("proof_required") or []
     if args.json:
-        print(json_text({**report.as_metadata(), "compile_seed": compile_seed}))
-    else:
-        print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
-              f"{report.compared} inputs{_sample_note(report.seed, compile_seed)}, max "
-              f"numerical error {report.max_numeric_error:.3g}")
-        recorded = driver.compile_info(model).get("proof")
-        if isinstance(recorded, dict):
-            print(f"{args.model}: {describe_proof(recorded)} (recorded in the model)")
+        print(json_text({**report.as_metadata(), "compile_seed": compile_seed,
+                         "proof_required": needs_proof}))
+        return 0
+    print(f"{args.model}: agrees with {args.name} ({args.file}) {report.mode} on "
+          f"{report.compared} inputs{_sample_note(report.seed, compile_seed)}, max "
+          f"numerical error {report.max_numeric_error:.3g}")
+    if isinstance(recorded, dict):
+        print(f"{args.model}: {describe_proof(recorded)} (recorded in the model)")
+    if needs_proof and report.mode != "exhaustive":
+        print(f"{args.model}: note: {', '.join(map(str, needs_proof))} compiled on the "
+              "strength of a whole-domain proof (a map of near-equal floats), which a "
+              "sample cannot stand in for: "
+              + ("the recorded proof above is what shows the model exact"
+                 if isinstance(recorded, dict) else
+                 "no proof is recorded in the model; verify --exhaustive proves it"))
     return 0
 
 

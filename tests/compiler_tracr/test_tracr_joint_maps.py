@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("tracr")
 
-from rasp_sim.compiler.tracr_backend import joint  # noqa: E402
+from rasp_sim.compiler.tracr_backend import joint, validate  # noqa: E402
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.weights import load  # noqa: E402
 from rasp_sim.evaluate import evaluate_batch  # noqa: E402
@@ -107,6 +107,32 @@ def test_with_a_whole_domain_proof_it_compiles_and_records_what_needs_it(tmp_pat
     record = load(model).metadata["tracr_compile"]
     assert record["proof"]["ok"] and record["validated"]
     assert record["proof_required"] == [f"SequenceMap 'y' at {source}:2:5"]
+    # a sampled verify says that the recorded proof, not its sample, shows the model exact
+    monkeypatch.setattr(validate, "EXHAUSTIVE_LIMIT", 50)
+    code, out, err = run_cli(capsys, "verify", str(model), str(source), "--name", "y")
+    assert code == 0, err
+    assert "sampled on" in out and "proven on every input: 120 inputs" in out
+    assert (f"note: SequenceMap 'y' at {source}:2:5 compiled on the strength of a "
+            "whole-domain proof") in out
+    assert "the recorded proof above is what shows the model exact" in out
+
+
+def test_the_python_api_proves_it_too_and_keeps_chunks_only_where_asked(tmp_path,
+                                                                         monkeypatch):
+    import rasp_sim
+
+    monkeypatch.setattr(joint, "JOINT_LIMIT", 100)  # the domain has 120 inputs
+    program = rasp_sim.parse(PREFIX)
+    with pytest.raises(rasp_sim.CompileError, match="--exhaustive"):
+        rasp_sim.compile(program, "y", vocab=[0, 1, 2], max_len=4)
+    folder = tmp_path / "chunks"
+    model = rasp_sim.compile(program, "y", vocab=[0, 1, 2], max_len=4, exhaustive=True,
+                             workers=1, proof_dir=folder)
+    assert model.validated and model.proof is not None
+    assert model.proof["ok"] and model.proof["inputs"] == 120
+    assert model.info["proof_required"] == ["SequenceMap 'y' at <string>:2:5"]
+    assert not folder.exists()  # the records go once the proof is in the model
+    assert model.run([[2, 1, 0, 2]]) == program.run([[2, 1, 0, 2]], "y")
 
 
 @pytest.mark.parametrize("text, vocab, max_len, limit, caught_by", [
