@@ -308,45 +308,6 @@ def _nonzero_rows(*matrices: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.any([np.any(m != 0, axis=1) for m in matrices], axis=0))
 
 
-@dataclass(frozen=True)
-class _Product:
-    """x @ w for a planned block's restricted weights w.
-
-    Where every column of w has at most one non-zero, as in most of tracr's blocks (a head
-    that copies one direction to another, an MLP unit reading one direction), the product
-    is a gather and a scale: each output is the sum's only non-zero term, so it is the
-    same value as the matrix product for finite x (up to the sign of a zero), at a
-    fraction of the cost. Other matrices take the BLAS product."""
-
-    dense: np.ndarray | None  # w, where it is not a gather
-    source: np.ndarray | None  # per column of w: the row of its non-zero
-    scale: np.ndarray | None  # per column of w: that non-zero (None: all ones)
-
-    @classmethod
-    def of(cls, w: np.ndarray) -> "_Product":
-        nonzero = w != 0
-        if w.shape[0] > 1 and w.shape[1] and nonzero.sum(axis=0).max() <= 1:
-            source = nonzero.argmax(axis=0)
-            scale = w[source, np.arange(w.shape[1])]
-            return cls(None, source, None if np.all(scale == 1) else scale)
-        return cls(np.ascontiguousarray(w), None, None)
-
-    @property
-    def columns(self) -> int:
-        if self.dense is not None:
-            return self.dense.shape[1]
-        return 0 if self.source is None else len(self.source)
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        if self.dense is not None:
-            return x @ self.dense
-        assert self.source is not None
-        out = np.take(x, self.source, axis=-1)
-        if self.scale is not None:
-            out *= self.scale
-        return out
-
-
 class _Step:
     """One block of the plan: `apply(stream, causal)` returns the stream after the block
     (updated in place where the step allows)."""
@@ -379,30 +340,24 @@ class _MLPStep(_Step):
     writes: Columns
     block: MLPBlock  # w1 (reads x hidden), w2 (hidden x writes): the restricted weights
     name: str
-    products: dict[str, _Product] = field(init=False)
-
-    def __post_init__(self) -> None:
-        block = self.block
-        self.products = {name: _Product.of(getattr(block, name))
-                         for name in ("w1", "w2", "w_gate") if getattr(block, name) is not None}
 
     def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
         # row chunks whose hidden layer stays in cache, as `mlp` runs them
-        block, product = self.block, self.products
+        block = self.block
         flat = stream.reshape(-1, stream.shape[-1])
         step = max(256, _HIDDEN_CHUNK // max(block.b1.shape[0], 1))
         for start in range(0, flat.shape[0], step):
             rows = flat[start:start + step]
             x = _read(rows, self.reads)
-            hidden = product["w1"](x)
+            hidden = x @ block.w1
             hidden += block.b1
             hidden = np.maximum(hidden, 0.0, out=hidden) if block.activation == "relu" \
                 else ACTIVATION_FUNCTIONS[block.activation](hidden, np)
             if block.gated:
-                gate = product["w_gate"](x)
+                gate = x @ block.w_gate
                 gate += block.b_gate
                 hidden *= gate
-            out = product["w2"](hidden)
+            out = hidden @ block.w2
             out += block.b2
             _add(rows, self.writes, out)
         return stream
@@ -411,12 +366,7 @@ class _MLPStep(_Step):
 @dataclass
 class _AttentionStep(_Step):
     """A dense residual attention block: every head's q, k and v from one product of the
-    columns read, the heads' scores softmaxed together, one output product.
-
-    A head whose queries and keys read only input-independent columns (`fixed`, set by the
-    plan) has the same pattern on every input: its q and k are projected and its pattern
-    computed on the first input only, and its values mixed by that one pattern in a single
-    product for the whole batch (the same sums as per input)."""
+    columns read, the heads' scores softmaxed together, one output product."""
 
     reads: Columns
     writes: Columns
@@ -428,61 +378,36 @@ class _AttentionStep(_Step):
 
     qk_rows: list[np.ndarray]  # per head: the residual columns its queries and keys read
     fixed: list[bool] = field(default_factory=list)  # per head: pattern independent of input
-    # set by `settle`, once `fixed` is known: the projections of every input's columns
-    # (varying heads' q, k; every head's v) and of the first input's (fixed heads' q, k)
-    _every: _Product | None = None
-    _first: _Product | None = None
-    _where: list[tuple[str, slice, slice, slice]] = field(default_factory=list)
-    _output: _Product | None = None
-
-    def settle(self) -> None:
-        fixed = self.fixed or [False] * len(self.parts)
-        every: list[np.ndarray] = []
-        first: list[np.ndarray] = []
-
-        def place(target: list[np.ndarray], columns: slice) -> slice:
-            start = sum(part.shape[1] for part in target)
-            target.append(self.projection[:, columns])
-            return slice(start, start + columns.stop - columns.start)
-
-        self._where = []
-        for h, (q, k, v) in enumerate(self.parts):
-            qk_target = first if fixed[h] else every
-            self._where.append(("first" if fixed[h] else "every", place(qk_target, q),
-                                place(qk_target, k), place(every, v)))
-        rows = self.projection.shape[0]
-        self._every = _Product.of(np.concatenate(every, axis=1) if every else np.zeros((rows, 0)))
-        self._first = _Product.of(np.concatenate(first, axis=1) if first else np.zeros((rows, 0)))
-        self._output = _Product.of(self.output)
 
     def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
-        assert self._every is not None and self._first is not None and self._output is not None
         batch, n, width = stream.shape
         flat = stream.reshape(-1, width)
-        x = _read(flat, self.reads)
-        projected = {"every": self._every(x).reshape(batch, n, -1)}
-        if self._first.columns:
-            projected["first"] = self._first(x[:n]).reshape(1, n, -1)
+        projected = (_read(flat, self.reads) @ self.projection).reshape(batch, n, -1)
+        # A head whose queries and keys read only input-independent columns has the same
+        # pattern on every input: computed on the first, broadcast to all (same values).
+        fixed = self.fixed or [False] * len(self.parts)
+        groups = {kind: [h for h in range(len(self.parts)) if fixed[h] == kind]
+                  for kind in (False, True)}
+        patterns = {kind: self._patterns(projected[:1] if kind else projected, heads, causal)
+                    for kind, heads in groups.items() if heads}
         values = np.empty((batch, n, self.output.shape[0]))
         start = 0
-        for kind, q, k, v in self._where:
+        slot = {h: (kind, i) for kind, heads in groups.items() for i, h in enumerate(heads)}
+        for h, (_, _, v) in enumerate(self.parts):
             width_v = v.stop - v.start
-            pattern = self._pattern(projected[kind][..., q], projected[kind][..., k], causal)
-            head_values = projected["every"][..., v]
-            if kind == "first":  # one (N, N) pattern for the batch: one product
-                mixed = pattern[0] @ head_values.transpose(1, 0, 2).reshape(n, -1)
-                values[..., start:start + width_v] = mixed.reshape(n, batch, width_v
-                                                                   ).transpose(1, 0, 2)
-            else:
-                np.matmul(pattern, head_values, out=values[..., start:start + width_v])
+            kind, i = slot[h]
+            np.matmul(patterns[kind][:, i], projected[..., v], out=values[..., start:start + width_v])
             start += width_v
-        _add(flat, self.writes, self._output(values.reshape(batch * n, -1)))
+        _add(flat, self.writes, values.reshape(batch * n, -1) @ self.output)
         return stream
 
-    def _pattern(self, queries: np.ndarray, keys: np.ndarray, causal: bool) -> np.ndarray:
-        """The attention pattern (rows, N, N) of one head."""
-        n = queries.shape[1]
-        scores = queries @ keys.swapaxes(-1, -2)
+    def _patterns(self, projected: np.ndarray, heads: list[int], causal: bool) -> np.ndarray:
+        """The attention patterns (rows, heads, N, N) of `heads`: one softmax for all."""
+        rows, n = projected.shape[:2]
+        scores = np.empty((rows, len(heads), n, n))
+        for i, h in enumerate(heads):
+            q, k, _ = self.parts[h]
+            np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, i])
         scores *= self.scale
         if causal:
             scores[..., ~np.tri(n, dtype=bool)] = -np.inf
@@ -601,9 +526,6 @@ def _make_plan(model: Transformer) -> _Plan:
         for step in planned:
             if isinstance(step, _AttentionStep):
                 step.fixed = [bool(independent[rows].all()) for rows in step.qk_rows]
-    for step in planned:
-        if isinstance(step, _AttentionStep):
-            step.settle()
     if len(planned) < len(steps) or model.final_norm is not None \
             or isinstance(model.unembed, SparseMatrix):
         for step in planned:

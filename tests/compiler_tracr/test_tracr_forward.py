@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rasp_sim.compiler.forward import _Product, matmul, mlp
+from rasp_sim.compiler.forward import matmul, mlp
 from rasp_sim.compiler.weights import MLPBlock
 
 
@@ -75,31 +75,11 @@ def test_in_place_forward_is_the_block_by_block_stream(driver, library):
     assert np.array_equal(features, before)  # the caller's array is not the updated stream
 
 
-@settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), d=st.integers(1, 30), k=st.integers(1, 30),
-       rows=st.integers(0, 40), ones=st.booleans())
-def test_a_product_with_one_non_zero_per_column_is_a_gather_of_the_same_values(
-        seed, d, k, rows, ones):
-    rng = np.random.default_rng(seed)
-    w = np.zeros((d, k))
-    chosen = rng.random(k) < 0.8  # some columns stay all zero
-    w[rng.integers(0, d, k)[chosen], np.flatnonzero(chosen)] = (
-        1.0 if ones else rng.normal(size=chosen.sum()))
-    x = rng.normal(size=(rows, d))
-    product = _Product.of(w)
-    assert (product.dense is None) == (d > 1)  # a one-row matrix stays a BLAS product
-    # the sum's only non-zero term: the same value exactly
-    assert np.array_equal(product(x), x @ w)
-    w[0, :] = 1.0 + np.abs(w[0, :])  # now a column with two non-zeros (where d > 1)
-    if d > 1 and (w[1:] != 0).any():
-        assert _Product.of(w).dense is not None
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_planned_forward_of_a_model_with_input_free_heads_is_the_stream(driver, library,
                                                                             causal):
-    """matmul's heads read only positions (fixed patterns), softmax's read the tokens: the
-    plan's shortcuts (patterns on the first input, gathers) against block by block."""
+    """matmul's heads read only positions (patterns computed once), softmax's read the
+    tokens: the plan's shortcuts against the block-by-block stream."""
     from rasp_sim.compiler.forward import (_plan, embed_features, forward, readout,
                                            residual_stream)
     from rasp_sim.compiler.tracr_backend.continuous import NumericDomain
