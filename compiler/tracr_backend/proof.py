@@ -199,7 +199,7 @@ class Records:
         except OSError as error:
             raise ProofError(f"cannot write the proof records in {folder}: "
                              f"{error.strerror or error} (choose another folder with "
-                             "--proof-dir)") from None
+                             "--proof-dir, or proof_dir= in the Python API)") from None
 
     def _stale(self, manifest: Path) -> bool:
         """Whether the folder's records are not this proof's (none, unreadable, another's)."""

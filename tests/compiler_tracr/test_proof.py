@@ -204,3 +204,17 @@ def test_an_interrupted_proof_on_a_local_cluster_resumes_to_the_same_result(tmp_
         4 ** n for n in range(1, 11))
     assert json.loads(json.dumps(proof_of("m.npz")))  # JSON as stored
     assert not records.exists()
+
+
+def test_an_unwritable_proof_folder_names_both_ways_to_choose_another(tmp_path):
+    import rasp_sim
+
+    occupied = tmp_path / "a-file"
+    occupied.write_text("not a folder")
+    program = rasp_sim.parse("r = aggregate(select(indices, length - indices - 1, ==), "
+                             "tokens);")
+    with pytest.raises(proofs.ProofError, match="cannot write the proof records in .*"
+                       r"--proof-dir, or proof_dir= in the Python API"):
+        rasp_sim.compile(program, vocab="ab", max_len=3, exhaustive=True, workers=1,
+                         proof_dir=occupied)
+    assert occupied.read_text() == "not a folder"
