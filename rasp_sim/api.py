@@ -125,7 +125,8 @@ def _proven(driver: Any, result: Any, root: SOp, proof_dir: str | os.PathLike | 
 
     hint = ("call compile again with the same proof_dir to resume from there"
             if proof_dir is not None else
-            "they are removed with it; pass proof_dir= to keep finished chunks and resume")
+            "that temporary folder is removed now; pass proof_dir= to keep finished chunks "
+            "and resume from them")
     with (nullcontext(proof_dir) if proof_dir is not None
           else tempfile.TemporaryDirectory(prefix="rasp-sim-proof-")) as folder:
         proof, records = driver.prove(result.weights, root, Path(folder), workers=workers,
