@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .planned_products import (SHARING_THRESHOLD, RightProduct, RowSharing,
+                               shared_pattern_values)
 from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
                       Transformer, WeightsError, as_dense)
 
@@ -192,18 +194,27 @@ def embed_features(model: Transformer, features: Array, xp: ModuleType = np) -> 
     projection plus the position embedding when the model has one (compiled numeric-input
     models do; the fixed universal transformers do not)."""
     features = xp.asarray(features, dtype=xp.float64)
+    _check_features(model, features)
+    stream = features if model.input_proj is None else matmul(features, model.input_proj, xp)
+    return _add_positions(model, stream, xp)
+
+
+def _check_features(model: Transformer, features: Array) -> None:
     if model.input_proj is None:
         if features.shape[-1] != model.width:
             raise WeightsError(f"input: feature dimension {features.shape[-1]} differs from the "
                                f"model width D = {model.width} and the model has no input_proj")
-        stream = features
-    else:
-        d_in = model.input_proj.shape[0]
-        if features.shape[-1] != d_in:
-            raise WeightsError(f"input: feature dimension {features.shape[-1]} differs from "
-                               f"input_proj rows d_in = {d_in}")
-        stream = matmul(features, model.input_proj, xp)
-    return _add_positions(model, stream, xp)
+    elif features.shape[-1] != model.input_proj.shape[0]:
+        raise WeightsError(f"input: feature dimension {features.shape[-1]} differs from "
+                           f"input_proj rows d_in = {model.input_proj.shape[0]}")
+    if features.ndim >= 2:
+        _check_length(model, features.shape[-2])
+
+
+def _check_length(model: Transformer, n: int) -> None:
+    if model.pos_embed is not None and n > model.pos_embed.shape[0]:
+        raise WeightsError(f"pos_embed: sequence length {n} exceeds max_len "
+                           f"{model.pos_embed.shape[0]}")
 
 
 def embed_tokens(model: Transformer, ids: Array, xp: ModuleType = np) -> Array:
@@ -218,9 +229,7 @@ def _add_positions(model: Transformer, stream: Array, xp: ModuleType) -> Array:
     if model.pos_embed is None:
         return stream
     n = stream.shape[-2]
-    if n > model.pos_embed.shape[0]:
-        raise WeightsError(f"pos_embed: sequence length {n} exceeds max_len "
-                           f"{model.pos_embed.shape[0]}")
+    _check_length(model, n)
     return stream + xp.asarray(model.pos_embed)[:n]
 
 
@@ -309,12 +318,15 @@ def _nonzero_rows(*matrices: np.ndarray) -> np.ndarray:
 
 
 class _Step:
-    """One block of the plan: `apply(stream, causal)` returns the stream after the block
-    (updated in place where the step allows)."""
+    """One block of the plan: `apply(stream, causal, fixed_columns)` returns the stream
+    after the block (updated in place where the step allows). `fixed_columns` marks the
+    model's residual columns whose value at each position is the same on every input of
+    this batch (None: unknown)."""
 
     name: str
 
-    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+    def apply(self, stream: np.ndarray, causal: bool,
+              fixed_columns: np.ndarray | None) -> np.ndarray:
         raise NotImplementedError
 
 
@@ -325,7 +337,8 @@ class _WholeBlock(_Step):
     block: Any
     name: str
 
-    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+    def apply(self, stream: np.ndarray, causal: bool,
+              fixed_columns: np.ndarray | None) -> np.ndarray:
         stream = apply_block(stream, self.block, causal, np)
         _check_finite(stream, self.name)
         return stream
@@ -339,28 +352,64 @@ class _MLPStep(_Step):
     reads: Columns
     writes: Columns
     block: MLPBlock  # w1 (reads x hidden), w2 (hidden x writes): the restricted weights
+    output: RightProduct  # hidden @ w2
     name: str
+    sharing: RowSharing | None = None  # where the MLP costs enough per row to look
 
-    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
-        # row chunks whose hidden layer stays in cache, as `mlp` runs them
-        block = self.block
+    def apply(self, stream: np.ndarray, causal: bool,
+              fixed_columns: np.ndarray | None) -> np.ndarray:
         flat = stream.reshape(-1, stream.shape[-1])
-        step = max(256, _HIDDEN_CHUNK // max(block.b1.shape[0], 1))
-        for start in range(0, flat.shape[0], step):
-            rows = flat[start:start + step]
-            x = _read(rows, self.reads)
-            hidden = x @ block.w1
-            hidden += block.b1
-            hidden = np.maximum(hidden, 0.0, out=hidden) if block.activation == "relu" \
-                else ACTIVATION_FUNCTIONS[block.activation](hidden, np)
-            if block.gated:
-                gate = x @ block.w_gate
-                gate += block.b_gate
-                hidden *= gate
-            out = hidden @ block.w2
-            out += block.b2
-            _add(rows, self.writes, out)
+        if self.sharing is not None:
+            x = _read(flat, self.reads)
+            found = self.sharing.distinct(x)
+            if found is not None:
+                distinct, inverse = found
+                out = np.concatenate([self._outputs(distinct[s:s + self._chunk])
+                                      for s in range(0, len(distinct), self._chunk)])
+                _add(flat, self.writes, out[inverse])
+                return stream
+        # row chunks whose hidden layer stays in cache, as `mlp` runs them
+        for start in range(0, flat.shape[0], self._chunk):
+            rows = flat[start:start + self._chunk]
+            _add(rows, self.writes, self._outputs(_read(rows, self.reads)))
         return stream
+
+    @property
+    def _chunk(self) -> int:
+        return max(256, _HIDDEN_CHUNK // max(self.block.b1.shape[0], 1))
+
+    def _outputs(self, x: np.ndarray) -> np.ndarray:
+        """What the block adds to the written columns, for rows x of the columns read."""
+        block = self.block
+        hidden = x @ block.w1
+        hidden += block.b1
+        hidden = np.maximum(hidden, 0.0, out=hidden) if block.activation == "relu" \
+            else ACTIVATION_FUNCTIONS[block.activation](hidden, np)
+        if block.gated:
+            gate = x @ block.w_gate
+            gate += block.b_gate
+            hidden *= gate
+        out = self.output(hidden)
+        out += block.b2
+        return out
+
+
+@dataclass(frozen=True)
+class _HeadLayout:
+    """Which projection columns an attention step computes on every input and which on
+    the first input only, for one set of heads whose patterns are fixed in the batch.
+
+    A head whose queries and keys read only fixed columns has the same pattern on every
+    input of the batch: its queries and keys are projected for the first input alone, and
+    heads with equal patterns share one product with all their values."""
+
+    every_row: np.ndarray  # (read columns, other heads' q | k, every head's v)
+    first_row: np.ndarray  # (read columns, fixed heads' q | k)
+    varying: list[tuple[slice, slice]]  # per varying head: its q, k of every_row
+    fixed: list[tuple[slice, slice]]  # per fixed head: q, k of first_row
+    varying_heads: list[int]
+    fixed_heads: list[int]
+    values: list[slice]  # per head: its value columns of every_row
 
 
 @dataclass
@@ -372,49 +421,107 @@ class _AttentionStep(_Step):
     writes: Columns
     projection: np.ndarray  # (read columns, every head's q | k | v columns)
     parts: list[tuple[slice, slice, slice]]  # per head: its q, k, v columns of a projection
-    output: np.ndarray  # (every head's v columns, written columns): W_O (or I) stacked
+    output: RightProduct  # (every head's v columns, written columns): W_O (or I) stacked
     scale: float
     name: str
+    qk_rows: list[np.ndarray]  # per head: the model's residual columns its q and k read
+    layouts: dict[tuple[bool, ...], _HeadLayout] = field(default_factory=dict)
+    sharing: RowSharing | None = None  # where the projection costs enough per row to look
+    last_groups: tuple[Any, list] | None = None  # _shared_patterns' last key and groups
 
-    qk_rows: list[np.ndarray]  # per head: the residual columns its queries and keys read
-    fixed: list[bool] = field(default_factory=list)  # per head: pattern independent of input
-
-    def apply(self, stream: np.ndarray, causal: bool) -> np.ndarray:
+    def apply(self, stream: np.ndarray, causal: bool,
+              fixed_columns: np.ndarray | None) -> np.ndarray:
         batch, n, width = stream.shape
         flat = stream.reshape(-1, width)
-        projected = (_read(flat, self.reads) @ self.projection).reshape(batch, n, -1)
-        # A head whose queries and keys read only input-independent columns has the same
-        # pattern on every input: computed on the first, broadcast to all (same values).
-        fixed = self.fixed or [False] * len(self.parts)
-        groups = {kind: [h for h in range(len(self.parts)) if fixed[h] == kind]
-                  for kind in (False, True)}
-        patterns = {kind: self._patterns(projected[:1] if kind else projected, heads, causal)
-                    for kind, heads in groups.items() if heads}
-        values = np.empty((batch, n, self.output.shape[0]))
-        start = 0
-        slot = {h: (kind, i) for kind, heads in groups.items() for i, h in enumerate(heads)}
-        for h, (_, _, v) in enumerate(self.parts):
-            width_v = v.stop - v.start
-            kind, i = slot[h]
-            np.matmul(patterns[kind][:, i], projected[..., v], out=values[..., start:start + width_v])
-            start += width_v
-        _add(flat, self.writes, values.reshape(batch * n, -1) @ self.output)
+        layout = self._layout(tuple(fixed_columns is not None and bool(fixed_columns[rows].all())
+                                    for rows in self.qk_rows))
+        read = _read(flat, self.reads)
+        found = None if self.sharing is None else self.sharing.distinct(read)
+        if found is None:
+            projected = (read @ layout.every_row).reshape(batch, n, -1)
+        else:
+            projected = (found[0] @ layout.every_row)[found[1]].reshape(batch, n, -1)
+        slots = np.cumsum([0] + [v.stop - v.start for v in layout.values])
+        values = np.empty((batch, n, slots[-1]))
+        if layout.varying:
+            patterns = _patterns(projected, layout.varying, self.scale, causal)
+            for i, h in enumerate(layout.varying_heads):
+                np.matmul(patterns[:, i], projected[..., layout.values[h]],
+                          out=values[..., slots[h]:slots[h + 1]])
+        if layout.fixed:
+            for pattern, columns, targets in self._shared_patterns(layout, read[:n], causal, slots):
+                values[..., targets] = shared_pattern_values(pattern, projected[..., columns])
+        _add(flat, self.writes, self.output(values.reshape(batch * n, -1)))
         return stream
 
-    def _patterns(self, projected: np.ndarray, heads: list[int], causal: bool) -> np.ndarray:
-        """The attention patterns (rows, heads, N, N) of `heads`: one softmax for all."""
-        rows, n = projected.shape[:2]
-        scores = np.empty((rows, len(heads), n, n))
-        for i, h in enumerate(heads):
-            q, k, _ = self.parts[h]
-            np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, i])
-        scores *= self.scale
-        if causal:
-            scores[..., ~np.tri(n, dtype=bool)] = -np.inf
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        return scores
+    def _shared_patterns(self, layout: _HeadLayout, first_input: np.ndarray, causal: bool,
+                         slots: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The fixed heads grouped by equal pattern: (pattern, their value columns of
+        every_row, their slots of the values), from the first input's queries and keys.
+        Consecutive passes (a validation, a proof's chunks) mostly have the same ones: the
+        last groups are kept, keyed by those queries and keys, of which they are a function."""
+        first = first_input @ layout.first_row
+        key = (id(layout), causal, first.shape, first.tobytes())
+        last = self.last_groups  # read once: another thread may replace it
+        if last is not None and last[0] == key:
+            return last[1]
+        patterns = _patterns(first[None], layout.fixed, self.scale, causal)[0]
+        members: dict[bytes, list[int]] = {}
+        for i, pattern in enumerate(patterns):
+            members.setdefault(pattern.tobytes(), []).append(layout.fixed_heads[i])
+        groups = []
+        for heads in members.values():
+            pattern = patterns[layout.fixed_heads.index(heads[0])]
+            columns = np.concatenate([np.arange(layout.values[h].start, layout.values[h].stop)
+                                      for h in heads])
+            targets = np.concatenate([np.arange(slots[h], slots[h + 1]) for h in heads])
+            groups.append((pattern.copy(), columns, targets))
+        self.last_groups = (key, groups)
+        return groups
+
+    def _layout(self, fixed: tuple[bool, ...]) -> _HeadLayout:
+        layout = self.layouts.get(fixed)
+        if layout is None:
+            layout = self.layouts[fixed] = self._make_layout(fixed)
+        return layout
+
+    def _make_layout(self, fixed: tuple[bool, ...]) -> _HeadLayout:
+        def take(columns: list[slice]) -> tuple[np.ndarray, list[slice]]:
+            """The projection's `columns` side by side, and where each landed."""
+            starts = np.cumsum([0] + [c.stop - c.start for c in columns])
+            chosen = [self.projection[:, c] for c in columns]
+            matrix = np.concatenate(chosen, axis=1) if chosen else self.projection[:, :0]
+            return np.ascontiguousarray(matrix), [slice(int(a), int(b))
+                                                  for a, b in zip(starts, starts[1:])]
+
+        varying_heads = [h for h, f in enumerate(fixed) if not f]
+        fixed_heads = [h for h, f in enumerate(fixed) if f]
+        every_row, placed = take([c for h in varying_heads for c in self.parts[h][:2]]
+                                 + [part[2] for part in self.parts])
+        first_row, placed_first = take([c for h in fixed_heads for c in self.parts[h][:2]])
+        q_k = len(varying_heads) * 2
+        return _HeadLayout(every_row, first_row,
+                           [(placed[2 * i], placed[2 * i + 1]) for i in range(len(varying_heads))],
+                           [(placed_first[2 * i], placed_first[2 * i + 1])
+                            for i in range(len(fixed_heads))],
+                           varying_heads, fixed_heads, placed[q_k:])
+
+
+def _patterns(projected: np.ndarray, heads: list[tuple[slice, slice]], scale: float,
+              causal: bool) -> np.ndarray:
+    """The attention patterns (rows, heads, N, N) of the heads' (q, k) columns of
+    `projected` (rows, N, columns): one softmax for all."""
+    rows, n = projected.shape[:2]
+    scores = np.empty((rows, len(heads), n, n))
+    for i, (q, k) in enumerate(heads):
+        np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, i])
+    scores *= scale
+    if causal:
+        scores[..., ~np.tri(n, dtype=bool)] = -np.inf
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    return scores
 
 
 def _dense_residual(block: Any) -> bool:
@@ -441,7 +548,9 @@ def _plan_mlp(block: MLPBlock, name: str) -> _Step | None:
         "w_gate": w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
     narrowed = replace(block, w1=w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
                        w2=w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
-    return _MLPStep(reads, writes, narrowed, name)
+    per_row = hidden.size * (reads.size + writes.size) * (2 if block.gated else 1)
+    return _MLPStep(reads, writes, narrowed, RightProduct.of(w2[np.ix_(hidden, writes)]), name,
+                    RowSharing() if per_row >= SHARING_THRESHOLD else None)
 
 
 def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
@@ -465,8 +574,11 @@ def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
         parts.append((slice(start, start + qk.size), slice(start + qk.size, start + 2 * qk.size),
                       slice(start + 2 * qk.size, start + 2 * qk.size + v.size)))
         start += 2 * qk.size + v.size
-    return _AttentionStep(reads, writes, np.concatenate(columns, axis=1),
-                          parts, np.concatenate(outs, axis=0), block.scale, name, qk_rows)
+    projection = np.concatenate(columns, axis=1)
+    return _AttentionStep(reads, writes, projection, parts,
+                          RightProduct.of(np.concatenate(outs, axis=0)), block.scale, name,
+                          qk_rows, sharing=RowSharing() if projection.size >= SHARING_THRESHOLD
+                          else None)
 
 
 # Planned steps by block kind; any other kind runs whole (_WholeBlock).
@@ -483,6 +595,7 @@ class _Plan:
     unembed: Any
     order: np.ndarray | None = None  # the model's residual column of each plan column
     embedding_table: np.ndarray | None = None  # _embedding_table
+    unwritten: np.ndarray | None = None  # per model column: no block writes it (all planned)
 
     def embed(self, inputs: Array) -> np.ndarray:
         """The embedded stream, a fresh C-ordered float64 array of the plan's columns."""
@@ -497,7 +610,49 @@ class _Plan:
         if self.order is not None and not integer and self.embedding.input_proj is None:
             # the residual stream itself is given: checked whole, then its plan columns
             return np.take(_embedded(self.model, inputs, np), self.order, axis=-1)
+        if not integer and self.embedding.input_proj is not None \
+                and not isinstance(self.embedding.input_proj, SparseMatrix):
+            return self._embed_features(np.asarray(inputs, dtype=np.float64))
         return np.array(_embedded(self.embedding, inputs, np), dtype=np.float64, order="C")
+
+    def _embed_features(self, features: np.ndarray) -> np.ndarray:
+        """embed_features's numbers, built in one fresh array: the positions, plus the
+        features' projection on the columns the input projection writes (the others
+        get + 0, which changes nothing), not a dense product and a sum of whole streams."""
+        model = self.embedding
+        _check_features(model, features)
+        projection = np.asarray(model.input_proj)
+        columns = np.flatnonzero(projection.any(axis=0))
+        stream = np.zeros((*features.shape[:-1], model.width))
+        if model.pos_embed is not None:
+            stream[...] = np.asarray(model.pos_embed)[:features.shape[-2]]
+        stream[..., columns] += features @ projection[:, columns]
+        return stream
+
+    def fixed_columns(self, inputs: Array) -> np.ndarray | None:
+        """Per residual column of the model: whether its value at each position is the same
+        on every input of this batch (then so is the pattern of a head that reads only such
+        columns). It is where no block writes the column, the input projection does not
+        either, and the token embedding gives it one value for all the tokens the batch has
+        at each position: a column of the position, or of BOS, which every input has at
+        position 0 and none elsewhere. None where unknown (a block run whole, or the
+        residual stream given as the input)."""
+        inputs = np.asarray(inputs)
+        model = self.model
+        if self.unwritten is None:
+            return None
+        fixed = self.unwritten.copy()
+        if np.issubdtype(inputs.dtype, np.integer):
+            if model.token_embed is None or inputs.ndim != 2:
+                return None
+            embed = np.asarray(model.token_embed)
+            for position in range(inputs.shape[1]):
+                rows = embed[np.unique(inputs[:, position])]
+                fixed &= np.all(rows == rows[:1], axis=0)
+            return fixed
+        if model.input_proj is None:
+            return None
+        return fixed & ~np.any(as_dense(model.input_proj) != 0, axis=0)
 
 
 _PLANS: "weakref.WeakKeyDictionary[Transformer, _Plan]" = weakref.WeakKeyDictionary()
@@ -521,16 +676,16 @@ def _make_plan(model: Transformer) -> _Plan:
         elif (step := planner(block, name)) is not None:
             steps.append(step)
     planned = [step for step in steps if isinstance(step, (_MLPStep, _AttentionStep))]
+    unwritten = None
     if len(planned) == len(steps):
-        independent = _input_independent(model, [step.writes for step in planned])
+        unwritten = np.ones(model.width, dtype=bool)
         for step in planned:
-            if isinstance(step, _AttentionStep):
-                step.fixed = [bool(independent[rows].all()) for rows in step.qk_rows]
+            unwritten[step.writes] = False
     if len(planned) < len(steps) or model.final_norm is not None \
             or isinstance(model.unembed, SparseMatrix):
         for step in planned:
             step.reads, step.writes = _columns(step.reads), _written(step.writes)
-        return _Plan(steps, model, model, None, model.unembed)
+        return _Plan(steps, model, model, None, model.unembed, unwritten=unwritten)
     # Every block is planned: the residual's columns are reordered (exactly: a relabelling)
     # so that each block's written columns are one run, added to in place as a slice, and
     # the columns nothing reads or writes are left out of the stream.
@@ -548,7 +703,7 @@ def _make_plan(model: Transformer) -> _Plan:
                               layers=(), residual_labels=None,
                               unembed=np.zeros((order.size, model.unembed.shape[1])))
     return _Plan(steps, model, embedding, _columns(position[rows]), model.unembed[rows], order,
-                 _embedding_table(embedding))
+                 _embedding_table(embedding), unwritten)
 
 
 def _embedding_table(model: Transformer) -> np.ndarray | None:
@@ -563,21 +718,6 @@ def _embedding_table(model: Transformer) -> np.ndarray | None:
 
 
 _EMBEDDING_TABLE_LIMIT = 1 << 21  # floats (16 MiB)
-
-
-def _input_independent(model: Transformer, writes: list[np.ndarray]) -> np.ndarray:
-    """Per residual column: whether its value at a position is the same on every input,
-    i.e. the embedding writes it from the position alone (the token embedding's column is
-    one constant for every token, the input projection's is zero) and no block writes it."""
-    independent = np.ones(model.width, dtype=bool)
-    if model.token_embed is not None:
-        embed = np.asarray(model.token_embed)
-        independent &= np.all(embed == embed[:1], axis=0)
-    if model.input_proj is not None:
-        independent &= ~np.any(as_dense(model.input_proj) != 0, axis=0)
-    for columns in writes:
-        independent[columns] = False
-    return independent
 
 
 def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) -> np.ndarray:
@@ -618,10 +758,11 @@ def _run_steps(plan: "_Plan", model: Transformer, inputs: Array, checked: bool) 
     stream = plan.embed(inputs)
     if checked or plan.embedding_table is None:  # the table is finite (checked once)
         _check_finite(stream, "the embedded input")
+    fixed_columns = plan.fixed_columns(inputs)
     for step in plan.steps:
         if isinstance(step, _WholeBlock) and not checked:
             _check_finite(stream, "a block before " + step.name)
-        stream = step.apply(stream, model.causal)
+        stream = step.apply(stream, model.causal, fixed_columns)
         if checked:
             _check_finite(stream, step.name)
     return stream

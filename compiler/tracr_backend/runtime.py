@@ -286,12 +286,21 @@ def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]
     return as_program_types(model, out)
 
 
+# Bytes of residual stream one forward pass aims at, below any memory limit: passes of a
+# few MiB reuse the memory the previous pass freed, where fresh memory costs a page fault
+# per 4 KiB (on the 2-core CI machine ~30 us each: 134k faults were 5 s of a 15 s compile
+# with passes of 160 MiB), and keep more of each block's arrays in cache.
+STREAM_BYTES = 8 * 2**20
+
+
 def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
     """How many inputs of `length` positions (BOS included) one forward pass may take:
     an upper bound of the floats alive per position (the residual stream and its copy, a
     block's output, and the widest block's intermediates: an MLP's hidden layer and gate,
-    or every head's queries, keys, values and score row) times 8 bytes. A file may declare
-    a huge width in a few stored numbers (a sparse matrix), so this is checked, not assumed."""
+    or every head's queries, keys, values and score row) times 8 bytes, within
+    `memory_limit`, and a stream of at most STREAM_BYTES (at least one input). A file
+    may declare a huge width in a few stored numbers (a sparse matrix), so this is
+    checked, not assumed."""
     widest = 0
     for block in model.layers:
         if isinstance(block, MLPBlock):
@@ -305,4 +314,4 @@ def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
             f"running this model on one input of {length - 1} tokens needs about "
             f"{per_row:,} bytes (width {model.width:,}), above the memory limit of "
             f"{memory_limit:,} bytes; raise it with --memory-limit SIZE")
-    return memory_limit // per_row
+    return max(1, min(memory_limit // per_row, STREAM_BYTES // (8 * length * model.width)))

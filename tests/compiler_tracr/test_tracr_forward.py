@@ -88,8 +88,11 @@ def test_the_planned_forward_of_a_model_with_input_free_heads_is_the_stream(driv
         weights = driver.compile_program(library("numeric.rasp", name), [], length,
                                          tracr_oracle=False, causal=causal,
                                          numeric=NumericDomain(length, length, -10, 10)).weights
-        fixed = [f for step in _plan(weights).steps for f in getattr(step, "fixed", [])]
         inputs = np.random.default_rng(1).normal(size=(33, length, 1))
+        plan = _plan(weights)
+        columns = plan.fixed_columns(inputs)
+        fixed = [bool(columns[rows].all()) for step in plan.steps
+                 for rows in getattr(step, "qk_rows", [])]
         want = readout(weights, residual_stream(weights, embed_features(weights, inputs))[-1])
         np.testing.assert_allclose(forward(weights, inputs), want, rtol=0, atol=1e-12)
         if name == "matmul_2x3x2":

@@ -187,3 +187,90 @@ def test_planned_forward_matches_the_block_by_block_forward(seed, batch, n, caus
     stream = np.asarray(model.token_embed)[ids] + np.asarray(model.pos_embed)[:n]
     bare = model.replace(token_embed=None, pos_embed=None)
     np.testing.assert_allclose(forward(bare, stream), want, rtol=0, atol=1e-12 * scale)
+
+
+def _bos_model(seed: int, causal: bool) -> Transformer:
+    """Token 0 plays BOS: column 3 is 1 for it and 0 for the other tokens. Heads 0 and 1
+    read only the position columns (0-2) and the BOS column with equal query and key
+    weights (their patterns are equal and fixed on a batch with BOS at position 0 only);
+    head 2 reads the tokens. The MLP's W2 and head 2's W_O write one column per unit
+    (a gather in the plan), the other heads' W_O are dense."""
+    rng = np.random.default_rng(seed)
+    d, tokens, positions = 10, 4, 6
+    token_embed = np.zeros((tokens, d))
+    token_embed[0, 3] = 1.0
+    token_embed[1:, 4:] = rng.normal(size=(tokens - 1, d - 4))
+    pos_embed = np.zeros((positions, d))
+    pos_embed[:, :3] = rng.normal(size=(positions, 3))
+    position_and_bos = np.zeros((d, 2))
+    position_and_bos[:4] = rng.normal(size=(4, 2))
+
+    def writes_tokens(w: np.ndarray) -> np.ndarray:
+        w[:, :4] = 0.0  # no block writes the position and BOS columns
+        return w
+
+    monomial = np.zeros((3, d))
+    monomial[[0, 1, 2], [5, 7, 9]] = rng.normal(size=3)
+    heads = (AttentionHead(position_and_bos, position_and_bos.copy(), rng.normal(size=(d, 2)),
+                           writes_tokens(rng.normal(size=(2, d)))),
+             AttentionHead(position_and_bos.copy(), position_and_bos.copy(),
+                           rng.normal(size=(d, 1)), writes_tokens(rng.normal(size=(1, d)))),
+             AttentionHead(rng.normal(size=(d, 2)), rng.normal(size=(d, 2)),
+                           rng.normal(size=(d, 3)), monomial))
+    w2 = np.zeros((4, d))
+    w2[[0, 1, 2, 3], [4, 6, 8, 9]] = rng.normal(size=4)
+    layers = (AttentionBlock(heads, scale=0.7),
+              MLPBlock(rng.normal(size=(d, 4)), rng.normal(size=4), w2, np.zeros(d)),
+              AttentionBlock(heads[:2], scale=1.3))
+    return Transformer(layers, rng.normal(size=(d, 3)), causal=causal,
+                       token_embed=token_embed, pos_embed=pos_embed)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 6), n=st.integers(1, 6),
+       causal=st.booleans(), bos_elsewhere=st.booleans())
+def test_patterns_fixed_within_a_batch_match_the_block_by_block_forward(seed, batch, n, causal,
+                                                                         bos_elsewhere):
+    """Heads whose queries and keys read the position and BOS columns have one pattern on
+    a batch with BOS at position 0 only (computed once, equal heads grouped): against the
+    generic forward, also on batches where BOS appears elsewhere (patterns per input)."""
+    model = _bos_model(seed % 1000, causal)
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0 if bos_elsewhere else 1, 4, size=(batch, n))
+    ids[:, 0] = 0
+    want = forward(model, ids, xp=GENERIC_NUMPY)
+    scale = max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(forward(model, ids), want, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(want, reference_tokens(model, ids), rtol=1e-10, atol=1e-12 * scale)
+
+
+def test_the_bos_columns_are_fixed_only_where_every_input_has_bos_there():
+    from rasp_sim.compiler.forward import _plan
+
+    model = _bos_model(0, causal=False)
+    plan = _plan(model)
+    ids = np.array([[0, 1, 2], [0, 3, 1]])
+    assert plan.fixed_columns(ids)[:4].all() and not plan.fixed_columns(ids)[4:].any()
+    ids[1, 2] = 0  # BOS at position 2 of one input: column 3 differs between the inputs there
+    assert not plan.fixed_columns(ids)[3]
+    assert plan.fixed_columns(ids[:1])[3]  # one input: every column is fixed in its batch
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(2, 12), n=st.integers(1, 6),
+       causal=st.booleans())
+def test_products_shared_between_equal_rows_match_the_block_by_block_forward(seed, batch, n,
+                                                                              causal):
+    """Every MLP and projection computed once per distinct row (threshold 0), on batches
+    of few tokens where rows repeat, against the generic forward."""
+    import rasp_sim.compiler.forward as forward_module
+
+    model = _bos_model(seed % 1000, causal)  # a fresh object: planned with threshold 0
+    ids = np.random.default_rng(seed).integers(1, 3, size=(batch, n))
+    ids[:, 0] = 0
+    want = forward(model, ids, xp=GENERIC_NUMPY)
+    scale = max(1.0, np.abs(want).max())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(forward_module, "SHARING_THRESHOLD", 0)
+        np.testing.assert_allclose(forward(model, ids), want, rtol=0, atol=1e-12 * scale)
+        assert all(step.sharing is not None for step in forward_module._plan(model).steps)
