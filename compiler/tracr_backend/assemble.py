@@ -68,13 +68,7 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
         if isinstance(block, transformers.MLP):
             layers.append(_mlp(block, residual))
         else:
-            heads = []
-            for head in block.as_multi().heads():
-                heads.append(AttentionHead(
-                    w_q=_read(head.w_qk.left_space, residual, head.w_qk.matrix),
-                    w_k=_projection(head.w_qk.right_space, residual),
-                    w_v=_read(head.w_ov.input_space, residual, head.w_ov.matrix),
-                    w_o=np.ascontiguousarray(_projection(head.w_ov.output_space, residual).T)))
+            heads = [_head(head, residual) for head in block.as_multi().heads()]
             layers.append(AttentionBlock(tuple(heads), scale=1.0))
     tokens = compiled.tokens_space
     one = bases.BasisDirection("one")
@@ -110,6 +104,30 @@ def to_weights(compiled: Compiled, metadata: dict[str, Any]) -> Transformer:
         output_encoder=OutputEncoder(tuple(plain(d.value) for d in output.basis)
                                      if compiled.categorical_output else None),
         metadata=metadata)
+
+
+def _head(head: transformers.AttentionHead,
+          residual: bases.VectorSpaceWithBasis) -> AttentionHead:
+    """One head, W_QK = W_Q W_K^T and W_OV = W_V W_O, without the columns of the key
+    space that no query reads or no key writes (a term q_c k_c with a zero factor adds 0
+    to every score: exact for a finite stream), nor the value columns that read nothing
+    or write nothing. tracr spans a head's key space by a whole s-op's values (every
+    position, for a select on indices), of which a compiled head uses a few: dropping the
+    rest leaves its scores and outputs as they were and its parameters a fraction."""
+    w_q = _read(head.w_qk.left_space, residual, head.w_qk.matrix)
+    w_k = _projection(head.w_qk.right_space, residual)
+    w_v = _read(head.w_ov.input_space, residual, head.w_ov.matrix)
+    w_o = _projection(head.w_ov.output_space, residual).T
+    qk = _kept(np.any(w_q != 0, axis=0) & np.any(w_k != 0, axis=0))
+    v = _kept(np.any(w_v != 0, axis=0) & np.any(w_o != 0, axis=1))
+    return AttentionHead(w_q=np.ascontiguousarray(w_q[:, qk]), w_k=np.ascontiguousarray(w_k[:, qk]),
+                         w_v=np.ascontiguousarray(w_v[:, v]), w_o=np.ascontiguousarray(w_o[v]))
+
+
+def _kept(used: np.ndarray) -> np.ndarray:
+    """The used columns' indices; one zero column where none is (a head of width 0 is
+    not a head the weight format's readers take)."""
+    return np.flatnonzero(used) if used.any() else np.arange(min(1, used.size))
 
 
 def _mlp(block: transformers.MLP, residual: bases.VectorSpaceWithBasis) -> MLPBlock:
