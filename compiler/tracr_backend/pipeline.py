@@ -13,8 +13,9 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import networkx as nx
 import numpy as np
@@ -139,20 +140,46 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     own = [n for n in graph.nodes if _needs_own_block(graph.nodes[n][nodes.EXPR])]
     for node_id in own:
         graph.nodes[node_id][nodes.EXPR] = _Placeholder(graph.nodes[node_id][nodes.EXPR])
-    try:
-        expr_to_craft_graph.add_craft_components_to_rasp_graph(
-            graph, bos_dir=bos_direction, one_dir=ONE, causal=causal, mlp_exactness=exactness)
-    finally:
+    with _unit_vectors_without_identity():
+        try:
+            expr_to_craft_graph.add_craft_components_to_rasp_graph(
+                graph, bos_dir=bos_direction, one_dir=ONE, causal=causal,
+                mlp_exactness=exactness)
+        finally:
+            for node_id in own:
+                graph.nodes[node_id][nodes.EXPR] = graph.nodes[node_id][nodes.EXPR].expr
         for node_id in own:
-            graph.nodes[node_id][nodes.EXPR] = graph.nodes[node_id][nodes.EXPR].expr
-    for node_id in own:
-        graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id, bos_direction,
-                                                             causal)
-    _keep_bos_clean(graph, bos_direction)
-    craft_model, block_nodes = allocate(graph)
+            graph.nodes[node_id][nodes.MODEL_BLOCK] = _own_block(graph, node_id,
+                                                                 bos_direction, causal)
+        _keep_bos_clean(graph, bos_direction)
+        craft_model, block_nodes = allocate(graph)
     return Compiled(translation, graph, extracted.sink, craft_model, vocab_values, max_len,
                     causal, exactness, min_len, numeric,
                     tuple(tuple(ids) for ids in block_nodes), tuple(proof_required))
+
+
+@contextlib.contextmanager
+def _unit_vectors_without_identity() -> Iterator[None]:
+    """Within the block, tracr's `vector_from_basis_direction` builds the unit vector of a
+    direction as zeros and a 1, not as a row of a fresh identity matrix of the space: the
+    same vector, without D x D floats per call (tracr's MLP builders and its
+    `combine_in_parallel` ask for one per input direction: 17,000 identities of up to
+    thousands of dimensions were 95 of the 103 s of Dyck-1's compile at max-len 13, most
+    of it page faults)."""
+    original = bases.VectorSpaceWithBasis.vector_from_basis_direction
+
+    def unit_vector(space: bases.VectorSpaceWithBasis,
+                    direction: bases.BasisDirection) -> bases.VectorInBasis:
+        magnitudes = np.zeros(space.num_dims)
+        magnitudes[space.index_by_direction[direction]] = 1.0
+        return space.make_vector(magnitudes)
+
+    space_class: Any = bases.VectorSpaceWithBasis
+    space_class.vector_from_basis_direction = unit_vector
+    try:
+        yield
+    finally:
+        space_class.vector_from_basis_direction = original
 
 
 def _extract_graph(tip: rasp.SOp) -> rasp_to_graph.ExtractRaspGraphOutput:
