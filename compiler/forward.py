@@ -14,8 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .planned_products import (SHARING_THRESHOLD, RightProduct, RowSharing,
-                               shared_pattern_values)
+from .planned_products import RightProduct, distinct_updates, shared_pattern_values
 from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
                       Transformer, WeightsError, as_dense)
 
@@ -319,7 +318,8 @@ def _nonzero_rows(*matrices: np.ndarray) -> np.ndarray:
 
 class _Step:
     """One block of the plan: `apply(stream, causal, fixed_columns)` returns the stream
-    after the block (updated in place where the step allows). `fixed_columns` marks the
+    after the block (updated in place where the step allows), `apply_distinct` the same
+    for a stream held as distinct rows (planned steps only). `fixed_columns` marks the
     model's residual columns whose value at each position is the same on every input of
     this batch (None: unknown)."""
 
@@ -327,6 +327,10 @@ class _Step:
 
     def apply(self, stream: np.ndarray, causal: bool,
               fixed_columns: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def apply_distinct(self, state: "_DistinctRows", causal: bool,
+                       fixed_columns: np.ndarray | None) -> "_DistinctRows":
         raise NotImplementedError
 
 
@@ -354,29 +358,22 @@ class _MLPStep(_Step):
     block: MLPBlock  # w1 (reads x hidden), w2 (hidden x writes): the restricted weights
     output: RightProduct  # hidden @ w2
     name: str
-    sharing: RowSharing | None = None  # where the MLP costs enough per row to look
 
     def apply(self, stream: np.ndarray, causal: bool,
               fixed_columns: np.ndarray | None) -> np.ndarray:
-        flat = stream.reshape(-1, stream.shape[-1])
-        if self.sharing is not None:
-            x = _read(flat, self.reads)
-            found = self.sharing.distinct(x)
-            if found is not None:
-                distinct, inverse = found
-                out = np.concatenate([self._outputs(distinct[s:s + self._chunk])
-                                      for s in range(0, len(distinct), self._chunk)])
-                _add(flat, self.writes, out[inverse])
-                return stream
         # row chunks whose hidden layer stays in cache, as `mlp` runs them
-        for start in range(0, flat.shape[0], self._chunk):
-            rows = flat[start:start + self._chunk]
+        flat = stream.reshape(-1, stream.shape[-1])
+        step = max(256, _HIDDEN_CHUNK // max(self.block.b1.shape[0], 1))
+        for start in range(0, flat.shape[0], step):
+            rows = flat[start:start + step]
             _add(rows, self.writes, self._outputs(_read(rows, self.reads)))
         return stream
 
-    @property
-    def _chunk(self) -> int:
-        return max(256, _HIDDEN_CHUNK // max(self.block.b1.shape[0], 1))
+    def apply_distinct(self, state: "_DistinctRows", causal: bool,
+                       fixed_columns: np.ndarray | None) -> "_DistinctRows":
+        """Position-wise: each distinct row once, every row equal to it shares the result."""
+        self.apply(state.table[None], causal, fixed_columns)
+        return state
 
     def _outputs(self, x: np.ndarray) -> np.ndarray:
         """What the block adds to the written columns, for rows x of the columns read."""
@@ -392,6 +389,25 @@ class _MLPStep(_Step):
         out = self.output(hidden)
         out += block.b2
         return out
+
+
+@dataclass(frozen=True)
+class _DistinctRows:
+    """A batch's residual stream (inputs, N, plan columns) held as its distinct rows:
+    stream[b, p] = table[index[b, p]]. A block computes each distinct row once, which
+    for the compiled models' batches is a small fraction of the rows (`distinct_updates`)."""
+
+    table: np.ndarray  # (distinct rows, plan columns)
+    index: np.ndarray  # (inputs, N) rows of the table
+
+    def updated(self, writes: Columns, out: np.ndarray) -> "_DistinctRows":
+        """The rows after adding out (inputs * N, written columns) to each position's row."""
+        index = self.index.reshape(-1)
+        found = distinct_updates(index, out)
+        first, inverse = found if found is not None else (np.arange(index.size),) * 2
+        table = self.table[index[first]]
+        _add(table, writes, out[first])
+        return _DistinctRows(table, inverse.reshape(self.index.shape))
 
 
 @dataclass(frozen=True)
@@ -426,21 +442,39 @@ class _AttentionStep(_Step):
     name: str
     qk_rows: list[np.ndarray]  # per head: the model's residual columns its q and k read
     layouts: dict[tuple[bool, ...], _HeadLayout] = field(default_factory=dict)
-    sharing: RowSharing | None = None  # where the projection costs enough per row to look
     last_groups: tuple[Any, list] | None = None  # _shared_patterns' last key and groups
 
     def apply(self, stream: np.ndarray, causal: bool,
               fixed_columns: np.ndarray | None) -> np.ndarray:
         batch, n, width = stream.shape
         flat = stream.reshape(-1, width)
-        layout = self._layout(tuple(fixed_columns is not None and bool(fixed_columns[rows].all())
-                                    for rows in self.qk_rows))
+        layout = self._layout_for(fixed_columns)
         read = _read(flat, self.reads)
-        found = None if self.sharing is None else self.sharing.distinct(read)
-        if found is None:
-            projected = (read @ layout.every_row).reshape(batch, n, -1)
-        else:
-            projected = (found[0] @ layout.every_row)[found[1]].reshape(batch, n, -1)
+        projected = (read @ layout.every_row).reshape(batch, n, -1)
+        _add(flat, self.writes, self._outputs(layout, projected, read[:n], causal))
+        return stream
+
+    def apply_distinct(self, state: "_DistinctRows", causal: bool,
+                       fixed_columns: np.ndarray | None) -> "_DistinctRows":
+        """Queries, keys and values projected once per distinct row and gathered to every
+        position; the scores and values per input; then the rows after the block, again
+        as distinct rows."""
+        layout = self._layout_for(fixed_columns)
+        read = _read(state.table, self.reads)
+        projected = (read @ layout.every_row)[state.index]
+        out = self._outputs(layout, projected, read[state.index[0]], causal)
+        return state.updated(self.writes, out)
+
+    def _layout_for(self, fixed_columns: np.ndarray | None) -> _HeadLayout:
+        return self._layout(tuple(fixed_columns is not None and bool(fixed_columns[rows].all())
+                                  for rows in self.qk_rows))
+
+    def _outputs(self, layout: _HeadLayout, projected: np.ndarray, first_input: np.ndarray,
+                 causal: bool) -> np.ndarray:
+        """What the block adds to the written columns, (inputs * N, written), from every
+        input's projected queries, keys and values (inputs, N, every_row's columns) and the
+        first input's rows of the columns read."""
+        batch, n = projected.shape[:2]
         slots = np.cumsum([0] + [v.stop - v.start for v in layout.values])
         values = np.empty((batch, n, slots[-1]))
         if layout.varying:
@@ -449,10 +483,10 @@ class _AttentionStep(_Step):
                 np.matmul(patterns[:, i], projected[..., layout.values[h]],
                           out=values[..., slots[h]:slots[h + 1]])
         if layout.fixed:
-            for pattern, columns, targets in self._shared_patterns(layout, read[:n], causal, slots):
+            for pattern, columns, targets in self._shared_patterns(layout, first_input, causal,
+                                                                   slots):
                 values[..., targets] = shared_pattern_values(pattern, projected[..., columns])
-        _add(flat, self.writes, self.output(values.reshape(batch * n, -1)))
-        return stream
+        return self.output(values.reshape(batch * n, -1))
 
     def _shared_patterns(self, layout: _HeadLayout, first_input: np.ndarray, causal: bool,
                          slots: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -548,9 +582,7 @@ def _plan_mlp(block: MLPBlock, name: str) -> _Step | None:
         "w_gate": w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
     narrowed = replace(block, w1=w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
                        w2=w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
-    per_row = hidden.size * (reads.size + writes.size) * (2 if block.gated else 1)
-    return _MLPStep(reads, writes, narrowed, RightProduct.of(w2[np.ix_(hidden, writes)]), name,
-                    RowSharing() if per_row >= SHARING_THRESHOLD else None)
+    return _MLPStep(reads, writes, narrowed, RightProduct.of(w2[np.ix_(hidden, writes)]), name)
 
 
 def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
@@ -574,11 +606,9 @@ def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
         parts.append((slice(start, start + qk.size), slice(start + qk.size, start + 2 * qk.size),
                       slice(start + 2 * qk.size, start + 2 * qk.size + v.size)))
         start += 2 * qk.size + v.size
-    projection = np.concatenate(columns, axis=1)
-    return _AttentionStep(reads, writes, projection, parts,
+    return _AttentionStep(reads, writes, np.concatenate(columns, axis=1), parts,
                           RightProduct.of(np.concatenate(outs, axis=0)), block.scale, name,
-                          qk_rows, sharing=RowSharing() if projection.size >= SHARING_THRESHOLD
-                          else None)
+                          qk_rows)
 
 
 # Planned steps by block kind; any other kind runs whole (_WholeBlock).
@@ -628,6 +658,20 @@ class _Plan:
             stream[...] = np.asarray(model.pos_embed)[:features.shape[-2]]
         stream[..., columns] += features @ projection[:, columns]
         return stream
+
+    def distinct_rows(self, inputs: Array) -> _DistinctRows | None:
+        """The embedded batch of token ids as distinct rows (one per position and token
+        present), where every step is planned and the embedding is a table; else None."""
+        inputs = np.asarray(inputs)
+        table = self.embedding_table
+        if table is None or self.readout_rows is None or inputs.ndim != 2 \
+                or not np.issubdtype(inputs.dtype, np.integer) or inputs.shape[1] > table.shape[0] \
+                or (inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1])):
+            return None
+        rows = np.arange(inputs.shape[1]) * table.shape[1] + inputs  # (position, token)
+        used, index = np.unique(rows, return_inverse=True)
+        return _DistinctRows(np.take(table.reshape(-1, table.shape[-1]), used, axis=0),
+                             index.reshape(inputs.shape))
 
     def fixed_columns(self, inputs: Array) -> np.ndarray | None:
         """Per residual column of the model: whether its value at each position is the same
@@ -737,14 +781,38 @@ def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) 
     return np.concatenate(order)
 
 
+def floats_per_position(model: Transformer, length: int) -> int:
+    """About how many floats a forward pass keeps per input position, for sizing passes:
+    where the stream runs as distinct rows (token models whose blocks are all planned),
+    the widest attention block's projections, values, score rows and output, which are
+    per position; else the residual width."""
+    plan = _plan(model)
+    if plan.embedding_table is None or plan.readout_rows is None:
+        return model.width
+    return max([1] + [step.projection.shape[1] + 2 * len(step.parts) * length
+                      + 2 * step.output.shape[1]
+                      for step in plan.steps if isinstance(step, _AttentionStep)])
+
+
 def _planned_forward(model: Transformer, inputs: Array) -> np.ndarray:
-    """The outputs (B, N, c) for token ids or features, by the model's plan.
+    """The outputs (B, N, c) for token ids or features, by the model's plan: on the
+    distinct rows of the stream where every block is planned and the input is token ids
+    (`_DistinctRows`), else row by row.
 
     A planned step only adds to the stream, so a value that overflows stays non-finite to
     the end: the stream is checked once, before any whole block (which may replace it)
     and at the end, and only when that check fails is the pass run again checking after
     every step, to name the block where the value first appears."""
     plan = _plan(model)
+    state = plan.distinct_rows(inputs)
+    if state is not None:
+        fixed_columns = plan.fixed_columns(inputs)
+        for step in plan.steps:
+            state = step.apply_distinct(state, model.causal, fixed_columns)
+        if np.isfinite(state.table).all():
+            assert plan.readout_rows is not None  # distinct_rows checked it
+            return (state.table[:, plan.readout_rows] @ plan.unembed)[state.index]
+        _run_steps(plan, model, inputs, checked=True)  # raises, naming the block
     stream = _run_steps(plan, model, inputs, checked=False)
     if not np.isfinite(stream).all():
         _run_steps(plan, model, inputs, checked=True)  # raises, naming the block

@@ -10,8 +10,11 @@ structure, each giving the numbers a dense product gives, not an approximation o
   batch (they read only columns fixed by the position) and equal to each other apply one
   N x N matrix to all their value columns at once: one GEMM of the pattern with the
   values laid out (N, batch * heads), not one small product per input and head.
-- `distinct_rows` / `RowSharing`: a position-wise product computed once per distinct
-  residual row of a batch and gathered back to every row equal to it.
+- `distinct_updates`: the residual stream of a batch kept as its distinct rows (most
+  positions' rows repeat across the inputs of a batch: a position's value of each s-op
+  takes a few values), so that position-wise blocks run once per distinct row; after an
+  attention block, which adds a different vector to each position, the rows are
+  deduplicated again.
 """
 from __future__ import annotations
 
@@ -70,53 +73,20 @@ def shared_pattern_values(pattern: np.ndarray, values: np.ndarray) -> np.ndarray
 _ROW_KEY_SEED = 20261203
 
 
-def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(the distinct rows of x, per row of x the index of its distinct row), or None where
-    more than half of the rows are distinct (or x has nan: nan != nan).
-
-    A position-wise product (an MLP, an attention block's projection) computed on the
-    distinct rows and gathered back gives every row the numbers computed for an equal row:
-    in a batch of inputs, most positions' residual vectors repeat (a position's value of
-    each s-op takes a few values), and the product then runs on a fraction of the rows."""
-    rows, width = x.shape
-    if rows < 2:
-        return None
-    keys = x @ _row_key_weights(width)
+def distinct_updates(index: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Over the pairs (index[i], out[i]) (a row of the distinct residual rows and what a
+    block adds to it): (first, inverse), first[j] a position of the j-th distinct pair and
+    inverse[i] the pair of position i; None where two different pairs got the same key
+    (the caller then keeps every position apart) or `out` has nan (nan != nan)."""
+    keys = index + 1j * (out @ _row_key_weights(out.shape[1]))
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    if 2 * first.size > rows:
+    inverse = inverse.reshape(-1)
+    if not (np.array_equal(index[first][inverse], index)
+            and np.array_equal(out[first][inverse], out)):
         return None
-    distinct = x[first]
-    if not np.array_equal(distinct[inverse], x):
-        return None
-    return distinct, inverse
+    return first, inverse
 
 
 @lru_cache(maxsize=256)
 def _row_key_weights(width: int) -> np.ndarray:
     return np.random.default_rng(_ROW_KEY_SEED).normal(size=width)
-
-
-# Per-row multiply-adds of a product above which looking for repeated rows pays: the look
-# costs a few passes over the rows read (key, sort, check) and one over the rows written.
-SHARING_THRESHOLD = 1024
-
-
-@dataclass
-class RowSharing:
-    """`distinct_rows` for one step of the plan, which stops looking for a while after it
-    found mostly distinct rows (real-valued inputs, long sequences): after each miss it
-    skips twice as many passes as after the last one, up to 64."""
-
-    skip: int = 0
-    backoff: int = 1
-
-    def distinct(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        if self.skip:
-            self.skip -= 1
-            return None
-        found = distinct_rows(x)
-        if found is None:
-            self.skip, self.backoff = self.backoff, min(64, 2 * self.backoff)
-        else:
-            self.backoff = 1
-        return found

@@ -22,7 +22,7 @@ import numpy as np
 from rasp_sim import semantics
 from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError
 
-from ..forward import forward
+from ..forward import floats_per_position, forward
 from ..weights import (DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load,
                        load_with_version)
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
@@ -286,11 +286,13 @@ def run_weights(model: Transformer | str | Path, inputs: Sequence[Sequence[Any]]
     return as_program_types(model, out)
 
 
-# Bytes of residual stream one forward pass aims at, below any memory limit: passes of a
-# few MiB reuse the memory the previous pass freed, where fresh memory costs a page fault
-# per 4 KiB (on the 2-core CI machine ~30 us each: 134k faults were 5 s of a 15 s compile
-# with passes of 160 MiB), and keep more of each block's arrays in cache.
-STREAM_BYTES = 8 * 2**20
+# Bytes of per-position arrays one forward pass aims at (`floats_per_position`: the
+# residual stream, or the widest attention block's arrays where the stream is held as
+# distinct rows), below any memory limit. Passes of a few MiB reuse the memory the
+# previous pass freed, where fresh memory costs a page fault per 4 KiB (on the 2-core CI
+# machine ~30 us each: 134k faults were 5 s of a 15 s compile with passes of 160 MiB),
+# and keep more of each block's arrays in cache.
+PASS_BYTES = 8 * 2**20
 
 
 def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
@@ -298,7 +300,7 @@ def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
     an upper bound of the floats alive per position (the residual stream and its copy, a
     block's output, and the widest block's intermediates: an MLP's hidden layer and gate,
     or every head's queries, keys, values and score row) times 8 bytes, within
-    `memory_limit`, and a stream of at most STREAM_BYTES (at least one input). A file
+    `memory_limit`, and per-position arrays of at most PASS_BYTES (at least one input). A file
     may declare a huge width in a few stored numbers (a sparse matrix), so this is
     checked, not assumed."""
     widest = 0
@@ -314,4 +316,5 @@ def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
             f"running this model on one input of {length - 1} tokens needs about "
             f"{per_row:,} bytes (width {model.width:,}), above the memory limit of "
             f"{memory_limit:,} bytes; raise it with --memory-limit SIZE")
-    return max(1, min(memory_limit // per_row, STREAM_BYTES // (8 * length * model.width)))
+    return max(1, min(memory_limit // per_row,
+                      PASS_BYTES // (8 * length * floats_per_position(model, length))))

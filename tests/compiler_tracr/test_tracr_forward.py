@@ -97,3 +97,32 @@ def test_the_planned_forward_of_a_model_with_input_free_heads_is_the_stream(driv
         np.testing.assert_allclose(forward(weights, inputs), want, rtol=0, atol=1e-12)
         if name == "matmul_2x3x2":
             assert fixed and all(fixed), "every matmul head reads positions only"
+
+
+def test_a_proof_batch_of_dyck2_is_a_few_hundred_distinct_rows(driver, library):
+    """Every input of length 6 over (){} (4,096 inputs, 28,672 positions): the planned
+    forward holds the stream as its distinct rows, a small fraction of the positions
+    after every block, and gives the row-by-row plan's outputs."""
+    import itertools
+
+    from rasp_sim.compiler.forward import _plan, _run_steps, forward
+
+    weights = driver.compile_program(library("dyck.rasp", "dyck2_state"), list("(){}"), 6,
+                                     tracr_oracle=False).weights
+    tokens = weights.input_encoder.tokens
+    body = np.array(list(itertools.product([tokens.index(t) for t in "(){}"], repeat=6)))
+    ids = np.concatenate([np.full((len(body), 1), tokens.index(weights.input_encoder.bos)),
+                          body], axis=1)
+    plan = _plan(weights)
+    state = plan.distinct_rows(ids)
+    columns = plan.fixed_columns(ids)
+    sizes = []
+    for step in plan.steps:
+        state = step.apply_distinct(state, weights.causal, columns)
+        sizes.append(len(state.table))
+    assert max(sizes) < ids.size / 20, sizes
+    rows = _run_steps(plan, weights, ids, checked=False)
+    np.testing.assert_allclose(state.table[state.index], rows, rtol=0, atol=1e-9)
+    by_rows = rows.reshape(-1, rows.shape[-1])[:, plan.readout_rows] @ plan.unembed
+    np.testing.assert_allclose(forward(weights, ids).reshape(by_rows.shape), by_rows, rtol=0,
+                               atol=1e-9)

@@ -256,21 +256,27 @@ def test_the_bos_columns_are_fixed_only_where_every_input_has_bos_there():
     assert plan.fixed_columns(ids[:1])[3]  # one input: every column is fixed in its batch
 
 
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(2, 12), n=st.integers(1, 6),
-       causal=st.booleans())
-def test_products_shared_between_equal_rows_match_the_block_by_block_forward(seed, batch, n,
-                                                                              causal):
-    """Every MLP and projection computed once per distinct row (threshold 0), on batches
-    of few tokens where rows repeat, against the generic forward."""
-    import rasp_sim.compiler.forward as forward_module
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(1, 12), n=st.integers(1, 6),
+       tokens=st.integers(1, 3), causal=st.booleans())
+def test_the_stream_as_distinct_rows_is_the_stream_row_by_row(seed, batch, n, tokens, causal):
+    """Token batches run on the stream's distinct rows (`_DistinctRows`), which repeat
+    most where the batch has few tokens: against the plan run row by row (`_run_steps`)
+    and the generic forward."""
+    from rasp_sim.compiler.forward import _plan, _run_steps
 
-    model = _bos_model(seed % 1000, causal)  # a fresh object: planned with threshold 0
-    ids = np.random.default_rng(seed).integers(1, 3, size=(batch, n))
-    ids[:, 0] = 0
-    want = forward(model, ids, xp=GENERIC_NUMPY)
-    scale = max(1.0, np.abs(want).max())
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(forward_module, "SHARING_THRESHOLD", 0)
-        np.testing.assert_allclose(forward(model, ids), want, rtol=0, atol=1e-12 * scale)
-        assert all(step.sharing is not None for step in forward_module._plan(model).steps)
+    for model in (_bos_model(seed % 1000, causal), _planned_model(seed % 1000, causal)):
+        ids = np.random.default_rng(seed).integers(0, tokens + 1, size=(batch, n))
+        plan = _plan(model)
+        state = plan.distinct_rows(ids)
+        assert state is not None
+        columns = plan.fixed_columns(ids)
+        for step in plan.steps:
+            state = step.apply_distinct(state, causal, columns)
+        rows = _run_steps(plan, model, ids, checked=False)
+        scale = max(1.0, np.abs(rows).max())
+        np.testing.assert_allclose(state.table[state.index], rows, rtol=0, atol=1e-12 * scale)
+        assert len(state.table) <= batch * n
+        want = forward(model, ids, xp=GENERIC_NUMPY)
+        np.testing.assert_allclose(forward(model, ids), want, rtol=0,
+                                   atol=1e-12 * max(1.0, np.abs(want).max()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from rasp_sim.compiler.planned_products import (RightProduct, RowSharing, distinct_rows,
+from rasp_sim.compiler.planned_products import (RightProduct, distinct_updates,
                                                shared_pattern_values)
 
 
@@ -50,47 +50,33 @@ def test_one_pattern_applied_to_every_input_at_once(seed, batch, n, c):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(0, 60), width=st.integers(1, 6),
-       levels=st.integers(1, 4))
-def test_distinct_rows_are_numpys_unique_rows(seed, rows, width, levels):
-    """Rows drawn from a few values (as a compiled model's residual rows are): the distinct
-    rows gathered back are the rows, and there are as many as np.unique finds; None where
-    more than half are distinct."""
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 60), width=st.integers(1, 6),
+       levels=st.integers(1, 4), table_rows=st.integers(1, 5))
+def test_distinct_updates_are_numpys_unique_pairs(seed, rows, width, levels, table_rows):
+    """Pairs (table row, added vector) drawn from a few values, as a compiled model's
+    are: as many distinct pairs as np.unique finds, and each position's pair is its own."""
     rng = np.random.default_rng(seed)
-    x = rng.integers(0, levels, size=(rows, width)).astype(float) * 0.5
-    found = distinct_rows(x)
-    unique = np.unique(x, axis=0) if rows else x
-    if rows < 2 or 2 * len(unique) > rows:
-        assert found is None
-        return
+    index = rng.integers(0, table_rows, size=rows)
+    out = rng.integers(0, levels, size=(rows, width)).astype(float) * 0.5
+    found = distinct_updates(index, out)
     assert found is not None
-    distinct, inverse = found
-    assert np.array_equal(distinct[inverse], x)
-    assert len(distinct) == len(unique)
+    first, inverse = found
+    assert np.array_equal(index[first][inverse], index)
+    assert np.array_equal(out[first][inverse], out)
+    assert len(first) == len(np.unique(np.column_stack([index, out]), axis=0))
 
 
-def test_rows_with_equal_keys_but_different_values_are_not_merged(monkeypatch):
-    """The key is a product with fixed weights; two different rows with equal keys fail
-    the element-wise check, and the rows are not shared."""
+def test_pairs_with_equal_keys_but_different_values_are_not_merged(monkeypatch):
+    """The key is a product with fixed weights; two different vectors with equal keys
+    fail the element-wise check, and nothing is merged."""
     import rasp_sim.compiler.planned_products as products
 
     monkeypatch.setattr(products, "_row_key_weights", lambda width: np.ones(width))
-    x = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 2.0], [2.0, 1.0]])  # keys all 3.0
-    assert distinct_rows(x) is None
-    assert distinct_rows(np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]])) is not None
+    out = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 2.0]])  # keys all 3.0
+    assert distinct_updates(np.zeros(3, dtype=np.int64), out) is None
+    first, inverse = distinct_updates(np.array([0, 1, 0]), out[[0, 0, 0]])
+    assert len(first) == 2 and inverse[0] == inverse[2] != inverse[1]
 
 
-def test_nan_rows_are_never_shared():
-    x = np.array([[np.nan, 1.0]] * 4)
-    assert distinct_rows(x) is None
-
-
-def test_row_sharing_backs_off_after_misses_and_looks_again():
-    sharing = RowSharing()
-    distinct = np.arange(8.0).reshape(8, 1)
-    repeated = np.zeros((8, 1))
-    looked = [sharing.distinct(distinct) for _ in range(4)]  # miss, skip, miss, skip, skip
-    assert looked == [None] * 4 and sharing.backoff == 4
-    while sharing.skip:
-        assert sharing.distinct(repeated) is None
-    assert sharing.distinct(repeated) is not None and sharing.backoff == 1
+def test_nan_updates_are_never_merged():
+    assert distinct_updates(np.zeros(4, dtype=np.int64), np.array([[np.nan, 1.0]] * 4)) is None
