@@ -425,7 +425,8 @@ class _HeadLayout:
     fixed: list[tuple[slice, slice]]  # per fixed head: q, k of first_row
     varying_heads: list[int]
     fixed_heads: list[int]
-    values: list[slice]  # per head: its value columns of every_row
+    values: list[slice]  # per head: its value columns of every_row[:, value_start:]
+    value_start: int  # every_row's columns from here on are the heads' values
 
 
 @dataclass
@@ -451,7 +452,9 @@ class _AttentionStep(_Step):
         layout = self._layout_for(fixed_columns)
         read = _read(flat, self.reads)
         projected = (read @ layout.every_row).reshape(batch, n, -1)
-        _add(flat, self.writes, self._outputs(layout, projected, read[:n], causal))
+        scores = _scores(projected, layout.varying) if layout.varying else None
+        _add(flat, self.writes, self._outputs(layout, projected[..., layout.value_start:],
+                                              read[:n], causal, scores))
         return stream
 
     def apply_distinct(self, state: "_DistinctRows", causal: bool,
@@ -461,8 +464,21 @@ class _AttentionStep(_Step):
         as distinct rows."""
         layout = self._layout_for(fixed_columns)
         read = _read(state.table, self.reads)
-        projected = (read @ layout.every_row)[state.index]
-        out = self._outputs(layout, projected, read[state.index[0]], causal)
+        distinct = read @ layout.every_row
+        index = state.index
+        batch, n = index.shape
+        scores = None
+        if layout.varying and len(distinct) ** 2 <= batch * n * n:
+            # few distinct rows: every query's score with every key is one product of the
+            # distinct rows, gathered per input (the same dot products, summed by a GEMM)
+            scores = np.empty((batch, len(layout.varying), n, n))
+            for i, (q, k) in enumerate(layout.varying):
+                scores[:, i] = (distinct[:, q] @ distinct[:, k].T)[index[:, :, None],
+                                                                   index[:, None, :]]
+        elif layout.varying:
+            scores = _scores(distinct[:, :layout.value_start][index], layout.varying)
+        values = np.take(distinct[:, layout.value_start:], index, axis=0)
+        out = self._outputs(layout, values, read[index[0]], causal, scores)
         return state.updated(self.writes, out)
 
     def _layout_for(self, fixed_columns: np.ndarray | None) -> _HeadLayout:
@@ -470,15 +486,17 @@ class _AttentionStep(_Step):
                                   for rows in self.qk_rows))
 
     def _outputs(self, layout: _HeadLayout, projected: np.ndarray, first_input: np.ndarray,
-                 causal: bool) -> np.ndarray:
+                 causal: bool, scores: np.ndarray | None) -> np.ndarray:
         """What the block adds to the written columns, (inputs * N, written), from every
-        input's projected queries, keys and values (inputs, N, every_row's columns) and the
-        first input's rows of the columns read."""
+        input's projected values (inputs, N, every_row's value columns), the varying
+        heads' q.k `scores` (inputs, heads, N, N) and the first input's rows of the columns
+        read (for the fixed heads' patterns)."""
         batch, n = projected.shape[:2]
         slots = np.cumsum([0] + [v.stop - v.start for v in layout.values])
         values = np.empty((batch, n, slots[-1]))
         if layout.varying:
-            patterns = _patterns(projected, layout.varying, self.scale, causal)
+            assert scores is not None
+            patterns = _softmax(scores, self.scale, causal)
             for i, h in enumerate(layout.varying_heads):
                 np.matmul(patterns[:, i], projected[..., layout.values[h]],
                           out=values[..., slots[h]:slots[h + 1]])
@@ -499,7 +517,7 @@ class _AttentionStep(_Step):
         last = self.last_groups  # read once: another thread may replace it
         if last is not None and last[0] == key:
             return last[1]
-        patterns = _patterns(first[None], layout.fixed, self.scale, causal)[0]
+        patterns = _softmax(_scores(first[None], layout.fixed), self.scale, causal)[0]
         members: dict[bytes, list[int]] = {}
         for i, pattern in enumerate(patterns):
             members.setdefault(pattern.tobytes(), []).append(layout.fixed_heads[i])
@@ -538,17 +556,24 @@ class _AttentionStep(_Step):
                            [(placed[2 * i], placed[2 * i + 1]) for i in range(len(varying_heads))],
                            [(placed_first[2 * i], placed_first[2 * i + 1])
                             for i in range(len(fixed_heads))],
-                           varying_heads, fixed_heads, placed[q_k:])
+                           varying_heads, fixed_heads,
+                           [slice(v.start - placed[q_k].start, v.stop - placed[q_k].start)
+                            for v in placed[q_k:]], placed[q_k].start)
 
 
-def _patterns(projected: np.ndarray, heads: list[tuple[slice, slice]], scale: float,
-              causal: bool) -> np.ndarray:
-    """The attention patterns (rows, heads, N, N) of the heads' (q, k) columns of
-    `projected` (rows, N, columns): one softmax for all."""
+def _scores(projected: np.ndarray, heads: list[tuple[slice, slice]]) -> np.ndarray:
+    """q.k (rows, heads, N, N) of the heads' (q, k) columns of `projected` (rows, N, columns)."""
     rows, n = projected.shape[:2]
     scores = np.empty((rows, len(heads), n, n))
     for i, (q, k) in enumerate(heads):
         np.matmul(projected[..., q], projected[..., k].swapaxes(-1, -2), out=scores[:, i])
+    return scores
+
+
+def _softmax(scores: np.ndarray, scale: float, causal: bool) -> np.ndarray:
+    """The attention patterns of q.k `scores` (rows, heads, N, N), in place: one softmax
+    for all heads."""
+    n = scores.shape[-1]
     scores *= scale
     if causal:
         scores[..., ~np.tri(n, dtype=bool)] = -np.inf
@@ -784,13 +809,13 @@ def _write_order(width: int, writes: list[np.ndarray], reads: list[np.ndarray]) 
 def floats_per_position(model: Transformer, length: int) -> int:
     """About how many floats a forward pass keeps per input position, for sizing passes:
     where the stream runs as distinct rows (token models whose blocks are all planned),
-    the widest attention block's projections, values, score rows and output, which are
-    per position; else the residual width."""
+    the widest attention block's values (gathered and weighted), score rows and output,
+    which are per position; else the residual width."""
     plan = _plan(model)
     if plan.embedding_table is None or plan.readout_rows is None:
         return model.width
-    return max([1] + [step.projection.shape[1] + 2 * len(step.parts) * length
-                      + 2 * step.output.shape[1]
+    return max([1] + [2 * sum(v.stop - v.start for _, _, v in step.parts)
+                      + 2 * len(step.parts) * length + 2 * step.output.shape[1]
                       for step in plan.steps if isinstance(step, _AttentionStep)])
 
 
