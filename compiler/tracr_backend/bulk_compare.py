@@ -107,18 +107,11 @@ def compare_rows(reference: g.SOp, weights: Transformer, encoding: Encoding,
         return
     tally.output_types.add(_SCALAR_KINDS[want.dtype.kind])  # type: ignore[union-attr]
     if encoding.numeric:
-        got = out[..., 0]
-        expected = want.astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            error = np.abs(got - expected)
-            ok = (got == expected) | (error <= NUMERIC_TOLERANCE * np.maximum(1.0, np.abs(expected)))
-        error = np.where(got == expected, 0.0, error)
-        finite = error[~np.isnan(error)]  # `agree`'s running max skips nan, as max() does
-        if finite.size:
-            tally.max_numeric_error = max(tally.max_numeric_error, float(finite.max()))
         if want.dtype.kind == "U":  # a string is never a number (agree: float() fails)
-            ok[:] = False
-        _first_failure(ok, rows, encoding, want, got.tolist, tally)
+            _compare_numbers(out[..., 0], np.full(want.shape, np.nan), want, encoding, rows,
+                             tally, never=True)
+        else:
+            _compare_numbers(out[..., 0], want.astype(np.float64), want, encoding, rows, tally)
         return
     chosen = out.argmax(axis=-1)
     distinct, inverse = np.unique(want, return_inverse=True)
@@ -127,6 +120,24 @@ def compare_rows(reference: g.SOp, weights: Transformer, encoding: Encoding,
     values_out = encoding.output_values or ()
     _first_failure(ok, rows, encoding, want,
                    lambda: [[values_out[i] for i in row] for row in chosen.tolist()], tally)
+
+
+def _compare_numbers(got: np.ndarray, expected: np.ndarray, want: np.ndarray,
+                     encoding: Encoding, rows: np.ndarray, tally: Tally,
+                     never: bool = False) -> None:
+    """A numerical output: |model - program| <= NUMERIC_TOLERANCE * max(1, |program|) or
+    equal, with `expected` the program's values as floats (`agree`'s float(b)); `never`:
+    no value agrees (the program's are strings)."""
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - expected)
+        ok = (got == expected) | (error <= NUMERIC_TOLERANCE * np.maximum(1.0, np.abs(expected)))
+    error = np.where(got == expected, 0.0, error)
+    finite = error[~np.isnan(error)]  # `agree`'s running max skips nan, as max() does
+    if finite.size and not never:
+        tally.max_numeric_error = max(tally.max_numeric_error, float(finite.max()))
+    if never:
+        ok[:] = False
+    _first_failure(ok, rows, encoding, want, got.tolist, tally)
 
 
 def _acceptance(program_values: list, model_values: Sequence[Any]) -> np.ndarray:
@@ -144,15 +155,36 @@ def _first_failure(ok: np.ndarray, rows: np.ndarray, encoding: Encoding, want: n
     if tally.disagreement is not None or ok.all():
         return
     row, position = (int(i) for i in np.argwhere(~ok)[0])
+    value = want[row, position]  # a NumPy scalar, or the object itself in an object column
     tally.disagreement = ([encoding.vocab[i] for i in rows[row].tolist()], position,
-                          want[row, position].item(), decoded()[row][position])
+                          value.item() if isinstance(value, np.generic) else value,
+                          decoded()[row][position])
 
 
 def _compare_objects(want: np.ndarray, out: np.ndarray, encoding: Encoding,
                      rows: np.ndarray, tally: Tally) -> None:
-    """An object column: `agree` per element, as validation does."""
+    """An object column: `agree` per distinct value (a categorical output) or per element
+    (a numerical one), as validation does."""
     from .validate import agree
 
+    if not encoding.numeric:
+        try:
+            _compare_categorical_objects(want, out, encoding, rows, tally)
+            return
+        except TypeError:  # an unhashable value: element by element below
+            pass
+    else:
+        values = want.ravel().tolist()
+        kinds = set(map(type, values))
+        if kinds <= {int, float, bool}:  # numbers of mixed types: float(b), as `agree` does
+            try:
+                expected = np.array(values, dtype=np.float64).reshape(want.shape)
+            except OverflowError:  # an int beyond float64: element by element below
+                pass
+            else:
+                tally.output_types.update(kinds)  # type: ignore[union-attr]
+                _compare_numbers(out[..., 0], expected, want, encoding, rows, tally)
+                return
     if encoding.numeric:
         got = out[..., 0].tolist()
     else:
@@ -167,3 +199,21 @@ def _compare_objects(want: np.ndarray, out: np.ndarray, encoding: Encoding,
             if not same and tally.disagreement is None:
                 tally.disagreement = ([encoding.vocab[i] for i in rows[r].tolist()], position,
                                       b, a)
+
+
+def _compare_categorical_objects(want: np.ndarray, out: np.ndarray, encoding: Encoding,
+                                 rows: np.ndarray, tally: Tally) -> None:
+    """A categorical output whose program column mixes types (e.g. ints and None): each
+    distinct value, keyed by its type too (True == 1 in Python, but a bool is not an
+    int), gets its accepted model outputs once (`_acceptance`), then every position is
+    looked up, as for a typed column. Raises TypeError on an unhashable value."""
+    codes: dict[tuple[type, Any], int] = {}
+    flat = np.fromiter((codes.setdefault((type(value), value), len(codes))
+                        for value in want.ravel().tolist()), dtype=np.int64, count=want.size)
+    tally.output_types.update(kind for kind, _ in codes)  # type: ignore[union-attr]
+    accepts = _acceptance([value for _, value in codes], encoding.output_values or ())
+    chosen = out.argmax(axis=-1)
+    ok = accepts[flat.reshape(want.shape), chosen]
+    values_out = encoding.output_values or ()
+    _first_failure(ok, rows, encoding, want,
+                   lambda: [[values_out[i] for i in row] for row in chosen.tolist()], tally)
