@@ -80,3 +80,16 @@ def test_pairs_with_equal_keys_but_different_values_are_not_merged(monkeypatch):
 
 def test_nan_updates_are_never_merged():
     assert distinct_updates(np.zeros(4, dtype=np.int64), np.array([[np.nan, 1.0]] * 4)) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 20), n=st.integers(1, 40))
+def test_maxima_and_sums_over_the_keys_are_numpys_reductions(seed, rows, n):
+    """The softmax's reductions over the last axis, key by key for short axes: the same
+    maxima, sums within ulps (another order), on either side of the 32-key switch."""
+    from rasp_sim.compiler.forward import _last_axis
+
+    values = np.random.default_rng(seed).normal(size=(rows, 3, n))
+    assert np.array_equal(_last_axis(np.maximum, values), values.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(_last_axis(np.add, values), values.sum(axis=-1, keepdims=True),
+                               rtol=1e-14, atol=1e-14)
