@@ -427,6 +427,7 @@ class _HeadLayout:
     fixed_heads: list[int]
     values: list[slice]  # per head: its value columns of every_row[:, value_start:]
     value_start: int  # every_row's columns from here on are the heads' values
+    slots: np.ndarray  # per head h: its columns of the block's values, slots[h]:slots[h + 1]
 
 
 @dataclass
@@ -492,7 +493,7 @@ class _AttentionStep(_Step):
         heads' q.k `scores` (inputs, heads, N, N) and the first input's rows of the columns
         read (for the fixed heads' patterns)."""
         batch, n = projected.shape[:2]
-        slots = np.cumsum([0] + [v.stop - v.start for v in layout.values])
+        slots = layout.slots
         values = np.empty((batch, n, slots[-1]))
         if layout.varying:
             assert scores is not None
@@ -501,13 +502,12 @@ class _AttentionStep(_Step):
                 np.matmul(patterns[:, i], projected[..., layout.values[h]],
                           out=values[..., slots[h]:slots[h + 1]])
         if layout.fixed:
-            for pattern, columns, targets in self._shared_patterns(layout, first_input, causal,
-                                                                   slots):
+            for pattern, columns, targets in self._shared_patterns(layout, first_input, causal):
                 values[..., targets] = shared_pattern_values(pattern, projected[..., columns])
         return self.output(values.reshape(batch * n, -1))
 
-    def _shared_patterns(self, layout: _HeadLayout, first_input: np.ndarray, causal: bool,
-                         slots: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _shared_patterns(self, layout: _HeadLayout, first_input: np.ndarray,
+                         causal: bool) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The fixed heads grouped by equal pattern: (pattern, their value columns of
         every_row, their slots of the values), from the first input's queries and keys.
         Consecutive passes (a validation, a proof's chunks) mostly have the same ones: the
@@ -526,7 +526,8 @@ class _AttentionStep(_Step):
             pattern = patterns[layout.fixed_heads.index(heads[0])]
             columns = np.concatenate([np.arange(layout.values[h].start, layout.values[h].stop)
                                       for h in heads])
-            targets = np.concatenate([np.arange(slots[h], slots[h + 1]) for h in heads])
+            targets = np.concatenate([np.arange(layout.slots[h], layout.slots[h + 1])
+                                      for h in heads])
             groups.append((pattern.copy(), columns, targets))
         self.last_groups = (key, groups)
         return groups
@@ -552,13 +553,14 @@ class _AttentionStep(_Step):
                                  + [part[2] for part in self.parts])
         first_row, placed_first = take([c for h in fixed_heads for c in self.parts[h][:2]])
         q_k = len(varying_heads) * 2
+        values = [slice(v.start - placed[q_k].start, v.stop - placed[q_k].start)
+                  for v in placed[q_k:]]
         return _HeadLayout(every_row, first_row,
                            [(placed[2 * i], placed[2 * i + 1]) for i in range(len(varying_heads))],
                            [(placed_first[2 * i], placed_first[2 * i + 1])
                             for i in range(len(fixed_heads))],
-                           varying_heads, fixed_heads,
-                           [slice(v.start - placed[q_k].start, v.stop - placed[q_k].start)
-                            for v in placed[q_k:]], placed[q_k].start)
+                           varying_heads, fixed_heads, values, placed[q_k].start,
+                           np.cumsum([0] + [v.stop - v.start for v in values]))
 
 
 def _scores(projected: np.ndarray, heads: list[tuple[slice, slice]]) -> np.ndarray:
@@ -619,9 +621,10 @@ def _plan_mlp(block: MLPBlock, name: str) -> _Step | None:
     reads = _nonzero_rows(w1[:, hidden], *([] if w_gate is None else [w_gate[:, hidden]]))
     gate = {} if w_gate is None or block.b_gate is None else {
         "w_gate": w_gate[np.ix_(reads, hidden)], "b_gate": block.b_gate[hidden]}
-    narrowed = replace(block, w1=w1[np.ix_(reads, hidden)], b1=block.b1[hidden],
-                       w2=w2[np.ix_(hidden, writes)], b2=block.b2[writes], **gate)
-    return _MLPStep(reads, writes, narrowed, RightProduct.of(w2[np.ix_(hidden, writes)]), name)
+    w2 = w2[np.ix_(hidden, writes)]
+    narrowed = replace(block, w1=w1[np.ix_(reads, hidden)], b1=block.b1[hidden], w2=w2,
+                       b2=block.b2[writes], **gate)
+    return _MLPStep(reads, writes, narrowed, RightProduct.of(w2), name)
 
 
 def _plan_attention(block: AttentionBlock, name: str) -> _Step | None:
@@ -669,13 +672,12 @@ class _Plan:
     def embed(self, inputs: Array) -> np.ndarray:
         """The embedded stream, a fresh C-ordered float64 array of the plan's columns."""
         inputs = np.asarray(inputs)
-        table = self.embedding_table
         integer = np.issubdtype(inputs.dtype, np.integer)
-        if table is not None and integer and inputs.ndim == 2 and inputs.shape[1] <= table.shape[0]:
-            rows = np.arange(inputs.shape[1]) * table.shape[1] + inputs  # (position, token)
-            if inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1]):
-                return np.array(_embedded(self.embedding, inputs, np), dtype=np.float64)
-            return np.take(table.reshape(-1, table.shape[-1]), rows, axis=0)
+        rows = self._table_rows(inputs)
+        if rows is not None:
+            assert self.embedding_table is not None  # _table_rows checked it
+            return np.take(self.embedding_table.reshape(-1, self.embedding_table.shape[-1]),
+                           rows, axis=0)
         if self.order is not None and not integer and self.embedding.input_proj is None:
             # the residual stream itself is given: checked whole, then its plan columns
             return np.take(_embedded(self.model, inputs, np), self.order, axis=-1)
@@ -698,19 +700,28 @@ class _Plan:
         stream[..., columns] += features @ projection[:, columns]
         return stream
 
+    def _table_rows(self, inputs: np.ndarray) -> np.ndarray | None:
+        """Per input and position, its row of the embedding table flattened to
+        (position * token, D), where token ids index the table; else None (no table, not
+        ids, too long, or an id outside the vocabulary: `_embedded` says which)."""
+        table = self.embedding_table
+        if table is None or inputs.ndim != 2 or not np.issubdtype(inputs.dtype, np.integer) \
+                or inputs.shape[1] > table.shape[0] \
+                or (inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1])):
+            return None
+        return np.arange(inputs.shape[1]) * table.shape[1] + inputs
+
     def distinct_rows(self, inputs: Array) -> _DistinctRows | None:
         """The embedded batch of token ids as distinct rows (one per position and token
         present), where every step is planned and the embedding is a table; else None."""
         inputs = np.asarray(inputs)
-        table = self.embedding_table
-        if table is None or self.readout_rows is None or inputs.ndim != 2 \
-                or not np.issubdtype(inputs.dtype, np.integer) or inputs.shape[1] > table.shape[0] \
-                or (inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1])):
+        rows = self._table_rows(inputs)
+        if rows is None or self.readout_rows is None:
             return None
-        rows = np.arange(inputs.shape[1]) * table.shape[1] + inputs  # (position, token)
+        assert self.embedding_table is not None  # _table_rows checked it
         used, index = np.unique(rows, return_inverse=True)
-        return _DistinctRows(np.take(table.reshape(-1, table.shape[-1]), used, axis=0),
-                             index.reshape(inputs.shape))
+        table = self.embedding_table.reshape(-1, self.embedding_table.shape[-1])
+        return _DistinctRows(np.take(table, used, axis=0), index.reshape(inputs.shape))
 
     def fixed_columns(self, inputs: Array) -> np.ndarray | None:
         """Per residual column of the model: whether its value at each position is the same

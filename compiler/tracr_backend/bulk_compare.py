@@ -112,11 +112,12 @@ def compare_rows(reference: g.SOp, weights: Transformer, encoding: Encoding,
         return
     tally.output_types.add(_SCALAR_KINDS[want.dtype.kind])  # type: ignore[union-attr]
     if encoding.numeric:
+        got = out[..., 0]
         if want.dtype.kind == "U":  # a string is never a number (agree: float() fails)
-            _compare_numbers(out[..., 0], np.full(want.shape, np.nan), want, encoding, rows,
-                             tally, never=True)
+            _first_failure(np.zeros(want.shape, dtype=bool), rows, encoding, want, got.tolist,
+                           tally)
         else:
-            _compare_numbers(out[..., 0], want.astype(np.float64), want, encoding, rows, tally)
+            _compare_numbers(got, want.astype(np.float64), want, encoding, rows, tally)
         return
     chosen = out.argmax(axis=-1)
     distinct, inverse = np.unique(want, return_inverse=True)
@@ -128,20 +129,16 @@ def compare_rows(reference: g.SOp, weights: Transformer, encoding: Encoding,
 
 
 def _compare_numbers(got: np.ndarray, expected: np.ndarray, want: np.ndarray,
-                     encoding: Encoding, rows: np.ndarray, tally: Tally,
-                     never: bool = False) -> None:
+                     encoding: Encoding, rows: np.ndarray, tally: Tally) -> None:
     """A numerical output: |model - program| <= NUMERIC_TOLERANCE * max(1, |program|) or
-    equal, with `expected` the program's values as floats (`agree`'s float(b)); `never`:
-    no value agrees (the program's are strings)."""
+    equal, with `expected` the program's values as floats (`agree`'s float(b))."""
     with np.errstate(invalid="ignore"):
         error = np.abs(got - expected)
         ok = (got == expected) | (error <= NUMERIC_TOLERANCE * np.maximum(1.0, np.abs(expected)))
     error = np.where(got == expected, 0.0, error)
     finite = error[~np.isnan(error)]  # `agree`'s running max skips nan, as max() does
-    if finite.size and not never:
+    if finite.size:
         tally.max_numeric_error = max(tally.max_numeric_error, float(finite.max()))
-    if never:
-        ok[:] = False
     _first_failure(ok, rows, encoding, want, got.tolist, tally)
 
 
