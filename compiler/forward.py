@@ -220,6 +220,14 @@ def embed_tokens(model: Transformer, ids: Array, xp: ModuleType = np) -> Array:
     """The residual stream at layer 0 for token ids (B, N): token plus position embedding."""
     if model.token_embed is None:
         raise WeightsError("token_embed: the model has no token embedding")
+    if isinstance(ids, (np.ndarray, list, tuple)):  # concrete ids (not traced by JAX):
+        # NumPy would raise IndexError for a large id and wrap a negative one
+        ids = np.asarray(ids)
+        vocabulary = model.token_embed.shape[0]
+        if ids.size and (ids.min() < 0 or ids.max() >= vocabulary):
+            bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+            raise WeightsError(f"input: token id {bad} is outside the model's vocabulary "
+                               f"of {vocabulary} ids (0..{vocabulary - 1})")
     return _add_positions(model, xp.asarray(model.token_embed)[ids], xp)
 
 

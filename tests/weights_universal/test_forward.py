@@ -280,3 +280,17 @@ def test_the_stream_as_distinct_rows_is_the_stream_row_by_row(seed, batch, n, to
         want = forward(model, ids, xp=GENERIC_NUMPY)
         np.testing.assert_allclose(forward(model, ids), want, rtol=0,
                                    atol=1e-12 * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("bad", [-1, 4, 99])
+def test_a_token_id_outside_the_vocabulary_is_refused_naming_it(bad):
+    """Not an IndexError, and a negative id is not read as one counted from the end: on
+    the planned path (distinct rows, table) and the generic one alike."""
+    from rasp_sim.compiler.weights import WeightsError
+
+    model = _bos_model(0, causal=False)
+    ids = np.array([[0, 1, 2], [0, bad, 1]])
+    for xp in (np, GENERIC_NUMPY):
+        with pytest.raises(WeightsError, match=f"token id {bad} is outside the model's "
+                                               "vocabulary of 4 ids"):
+            forward(model, ids, xp=xp)
