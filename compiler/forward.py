@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .planned_products import RightProduct, distinct_updates, shared_pattern_values
+from .planned_products import RightProduct, distinct_pairs, shared_pattern_values
 from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
                       Transformer, WeightsError, as_dense)
 
@@ -403,7 +403,7 @@ class _MLPStep(_Step):
 class _DistinctRows:
     """A batch's residual stream (inputs, N, plan columns) held as its distinct rows:
     stream[b, p] = table[index[b, p]]. A block computes each distinct row once, which
-    for the compiled models' batches is a small fraction of the rows (`distinct_updates`)."""
+    for the compiled models' batches is a small fraction of the rows (`distinct_pairs`)."""
 
     table: np.ndarray  # (distinct rows, plan columns)
     index: np.ndarray  # (inputs, N) rows of the table
@@ -411,7 +411,7 @@ class _DistinctRows:
     def updated(self, writes: Columns, out: np.ndarray) -> "_DistinctRows":
         """The rows after adding out (inputs * N, written columns) to each position's row."""
         index = self.index.reshape(-1)
-        found = distinct_updates(index, out)
+        found = distinct_pairs(index, out)
         first, inverse = found if found is not None else (np.arange(index.size),) * 2
         table = self.table[index[first]]
         _add(table, writes, out[first])
@@ -461,9 +461,10 @@ class _AttentionStep(_Step):
         layout = self._layout_for(fixed_columns)
         read = _read(flat, self.reads)
         projected = (read @ layout.every_row).reshape(batch, n, -1)
-        scores = _scores(projected, layout.varying) if layout.varying else None
+        patterns = _softmax(_scores(projected, layout.varying), self.scale, causal) \
+            if layout.varying else None
         _add(flat, self.writes, self._outputs(layout, projected[..., layout.value_start:],
-                                              read[:n], causal, scores))
+                                              read[:n], causal, patterns))
         return stream
 
     def apply_distinct(self, state: "_DistinctRows", causal: bool,
@@ -476,18 +477,21 @@ class _AttentionStep(_Step):
         distinct = read @ layout.every_row
         index = state.index
         batch, n = index.shape
-        scores = None
-        if layout.varying and len(distinct) ** 2 <= batch * n * n:
-            # few distinct rows: every query's score with every key is one product of the
-            # distinct rows, gathered per input (the same dot products, summed by a GEMM)
-            scores = np.empty((batch, len(layout.varying), n, n))
-            for i, (q, k) in enumerate(layout.varying):
-                scores[:, i] = (distinct[:, q] @ distinct[:, k].T)[index[:, :, None],
-                                                                   index[:, None, :]]
-        elif layout.varying:
-            scores = _scores(distinct[:, :layout.value_start][index], layout.varying)
+        patterns = np.empty((batch, len(layout.varying), n, n))
+        for i, (q, k) in enumerate(layout.varying):
+            # a head's queries and keys take a few distinct values (they read a few
+            # columns): every score of the batch is one product of those (the same dot
+            # products, summed by a GEMM), exponentiated once and gathered per input
+            queries, query_of = _distinct_rows(distinct[:, q])
+            keys, key_of = _distinct_rows(distinct[:, k])
+            if len(queries) * len(keys) <= batch * n:
+                pairs = (query_of[index] * len(keys))[:, :, None] + key_of[index][:, None, :]
+                patterns[:, i] = _table_softmax(queries @ keys.T, pairs, self.scale, causal)
+            else:
+                patterns[:, i] = _softmax(_scores(distinct[:, :layout.value_start][index],
+                                                  [(q, k)]), self.scale, causal)[:, 0]
         values = np.take(distinct[:, layout.value_start:], index, axis=0)
-        out = self._outputs(layout, values, read[index[0]], causal, scores)
+        out = self._outputs(layout, values, read[index[0]], causal, patterns)
         return state.updated(self.writes, out)
 
     def _layout_for(self, fixed_columns: np.ndarray | None) -> _HeadLayout:
@@ -495,17 +499,16 @@ class _AttentionStep(_Step):
                                   for rows in self.qk_rows))
 
     def _outputs(self, layout: _HeadLayout, projected: np.ndarray, first_input: np.ndarray,
-                 causal: bool, scores: np.ndarray | None) -> np.ndarray:
+                 causal: bool, patterns: np.ndarray | None) -> np.ndarray:
         """What the block adds to the written columns, (inputs * N, written), from every
         input's projected values (inputs, N, every_row's value columns), the varying
-        heads' q.k `scores` (inputs, heads, N, N) and the first input's rows of the columns
-        read (for the fixed heads' patterns)."""
+        heads' attention `patterns` (inputs, heads, N, N) and the first input's rows of
+        the columns read (for the fixed heads' patterns)."""
         batch, n = projected.shape[:2]
         slots = layout.slots
         values = np.empty((batch, n, slots[-1]))
         if layout.varying:
-            assert scores is not None
-            patterns = _softmax(scores, self.scale, causal)
+            assert patterns is not None
             for i, h in enumerate(layout.varying_heads):
                 np.matmul(patterns[:, i], projected[..., layout.values[h]],
                           out=values[..., slots[h]:slots[h + 1]])
@@ -591,6 +594,54 @@ def _softmax(scores: np.ndarray, scale: float, causal: bool) -> np.ndarray:
     np.exp(scores, out=scores)
     scores /= _last_axis(np.add, scores)
     return scores
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a 2-D array and, per row, which of them it is."""
+    found = distinct_pairs(np.zeros(len(rows), dtype=np.intp), rows)
+    if found is None:  # a key collision or nan: the rows one by one
+        return rows, np.arange(len(rows))
+    first, inverse = found
+    return rows[first], inverse
+
+
+def _table_softmax(table: np.ndarray, pairs: np.ndarray, scale: float,
+                   causal: bool) -> np.ndarray:
+    """The attention patterns (inputs, N, N) of one head whose q.k `table` (query row, key
+    row) holds every score of the batch: input b's query q scores key k with
+    table.flat[pairs[b, q, k]].
+
+    A softmax is the same for any shift of a query's scores; shifted by the maximum over
+    the table's whole row rather than over the input's keys, exp runs once per pair of
+    rows, not per input. That differs from shifting by the input's own maximum only in
+    rounding, unless the input's maximum is so far below the row's that its terms lose
+    precision or underflow (tracr's hard attention scales scores by hundreds): where a
+    query's total falls below _TABLE_SOFTMAX_FLOOR, its largest term is below
+    _TABLE_SOFTMAX_FLOOR / N, and that query's softmax is computed again the usual way."""
+    scores = table * scale
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True, initial=-np.inf))
+    patterns = np.take(weights.reshape(-1), pairs)
+    n = pairs.shape[-1]
+    if causal:
+        patterns[:, ~np.tri(n, dtype=bool)] = 0.0
+    total = _last_axis(np.add, patterns)
+    low = np.flatnonzero(total < _TABLE_SOFTMAX_FLOOR)  # (input, query) pairs, flattened
+    if low.size:
+        inputs, queries = np.divmod(low, n)
+        rows = scores.reshape(-1)[pairs[inputs, queries]]  # (low, N)
+        if causal:
+            rows[np.arange(n)[None, :] > queries[:, None]] = -np.inf
+        rows = _softmax(rows[:, None, None, :], 1.0, False)[:, 0, 0]
+        patterns[inputs, queries] = rows
+        total[inputs, queries] = 1.0
+    patterns /= total
+    return patterns
+
+
+# Far above the smallest normal float (2.2e-308): a query whose total is at least this has
+# a term of at least 1e-100 / N, so every term that weighs more than 1e-200 of it is a
+# normal float, computed with the same relative rounding as under the input's own shift.
+_TABLE_SOFTMAX_FLOOR = 1e-100
 
 
 def _last_axis(combine: np.ufunc, values: np.ndarray) -> np.ndarray:
@@ -727,9 +778,13 @@ class _Plan:
         if rows is None or self.readout_rows is None:
             return None
         assert self.embedding_table is not None  # _table_rows checked it
-        used, index = np.unique(rows, return_inverse=True)
         table = self.embedding_table.reshape(-1, self.embedding_table.shape[-1])
-        return _DistinctRows(np.take(table, used, axis=0), index.reshape(inputs.shape))
+        present = np.zeros(len(table), dtype=bool)  # np.unique's answer without its sort
+        present[rows] = True
+        used = np.flatnonzero(present)
+        number = np.empty(len(table), dtype=np.intp)
+        number[used] = np.arange(used.size)
+        return _DistinctRows(np.take(table, used, axis=0), number[rows])
 
     def fixed_columns(self, inputs: Array) -> np.ndarray | None:
         """Per residual column of the model: whether its value at each position is the same
@@ -917,6 +972,13 @@ def forward(model: Transformer, inputs: Array, xp: ModuleType = np) -> Array:
     appears, and NumPy's floating-point warnings never reach the user."""
     if xp is not np:
         return readout(model, residual_stream(model, _embedded(model, inputs, xp), xp)[-1], xp)
+    inputs = np.asarray(inputs)
+    if inputs.size == 0 and inputs.ndim == (2 if np.issubdtype(inputs.dtype, np.integer) else 3):
+        if inputs.ndim == 3:
+            _check_features(model, inputs)
+        else:
+            _check_length(model, inputs.shape[1])
+        return np.zeros((*inputs.shape[:2], model.unembed.shape[1]))  # no input or no position
     with np.errstate(all="ignore"):
         out = _planned_forward(model, inputs)
         _check_finite(out, "the readout (unembedding)")

@@ -10,11 +10,12 @@ structure, each giving the numbers a dense product gives, not an approximation o
   batch (they read only columns fixed by the position) and equal to each other apply one
   N x N matrix to all their value columns at once: one GEMM of the pattern with the
   values laid out (N, batch * heads), not one small product per input and head.
-- `distinct_updates`: the residual stream of a batch kept as its distinct rows (most
+- `distinct_pairs`: the residual stream of a batch kept as its distinct rows (most
   positions' rows repeat across the inputs of a batch: a position's value of each s-op
   takes a few values), so that position-wise blocks run once per distinct row; after an
   attention block, which adds a different vector to each position, the rows are
-  deduplicated again.
+  deduplicated again. An attention head's queries and keys, which read a few columns,
+  are deduplicated the same way, so that its scores are a small table.
 """
 from __future__ import annotations
 
@@ -71,18 +72,20 @@ def shared_pattern_values(pattern: np.ndarray, values: np.ndarray) -> np.ndarray
 # Rows are told apart by one product with fixed pseudo-random weights, then checked equal
 # element by element: two different rows with the same product are caught by the check.
 _ROW_KEY_SEED = 20261203
+_INDEX_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd: index -> index * mix is one-to-one mod 2^64
 
 
-def distinct_updates(index: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Over the pairs (index[i], out[i]) (a row of the distinct residual rows and what a
-    block adds to it): (first, inverse), first[j] a position of the j-th distinct pair and
-    inverse[i] the pair of position i; None where two different pairs got the same key
-    (the caller then keeps every position apart) or `out` has nan (nan != nan)."""
-    keys = index + 1j * (out @ _row_key_weights(out.shape[1]))
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if not (np.array_equal(index[first][inverse], index)
-            and np.array_equal(out[first][inverse], out)):
+def distinct_pairs(tags: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Over the pairs (tags[i], rows[i]) (e.g. a row of the distinct residual rows and
+    what a block adds to it): (first, inverse), first[j] a position of the j-th distinct
+    pair and inverse[i] the pair of position i; None where two different pairs got the
+    same key (the caller then keeps every position apart) or `rows` has nan (nan != nan)."""
+    hashes = rows @ _row_key_weights(rows.shape[1])
+    hashes += 0.0  # -0.0 -> 0.0: equal rows get equal bits
+    keys = hashes.view(np.uint64) ^ (tags.astype(np.uint64) * _INDEX_MIX)
+    first, inverse = distinct_keys(keys)
+    if not (np.array_equal(tags[first][inverse], tags)
+            and np.array_equal(rows[first][inverse], rows)):
         return None
     return first, inverse
 
@@ -90,3 +93,43 @@ def distinct_updates(index: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np
 @lru_cache(maxsize=256)
 def _row_key_weights(width: int) -> np.ndarray:
     return np.random.default_rng(_ROW_KEY_SEED).normal(size=width)
+
+
+_HASH_MULTIPLIER = np.uint64(0xBF58476D1CE4E5B9)  # odd; the top bits of k * m spread keys
+_MAX_ROUNDS = 4
+
+
+def distinct_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inverse) of 1-D uint64 keys, as np.unique's return_index and return_inverse
+    but in any order of the distinct keys: keys[first][inverse] == keys.
+
+    A batch's keys take a few hundred values among tens of thousands, where np.unique's
+    sort costs ~10x a pass over them and NumPy has no hashed unique. So: a table of slots
+    indexed by the top bits of a multiplicative hash; every pending key writes its
+    position into its slot (of several writers one lands: any is a member of the slot);
+    keys equal to their slot's member are grouped with it, the others (hash collisions)
+    take another round. Every round groups at least each slot's member; keys still
+    pending after a few rounds are sorted."""
+    size = keys.size
+    bits = int(np.clip(np.ceil(np.log2(max(size, 1))), 8, 16))
+    slot_of = ((keys * _HASH_MULTIPLIER) >> np.uint64(64 - bits)).astype(np.intp)
+    slots = np.empty(1 << bits, dtype=np.intp)
+    slots[slot_of] = np.arange(size)
+    representative = slots[slot_of]
+    pending = np.flatnonzero(keys[representative] != keys)
+    for _ in range(_MAX_ROUNDS):
+        if not pending.size:
+            break
+        buckets = slot_of[pending]
+        slots[buckets] = pending
+        representative[pending] = member = slots[buckets]
+        pending = pending[keys[member] != keys[pending]]
+    if pending.size:
+        _, first, inverse = np.unique(keys[pending], return_index=True, return_inverse=True)
+        representative[pending] = pending[first][inverse.reshape(-1)]
+    is_first = np.zeros(size, dtype=bool)
+    is_first[representative] = True
+    first = np.flatnonzero(is_first)
+    number = np.empty(size, dtype=np.intp)
+    number[first] = np.arange(first.size)
+    return first, number[representative]

@@ -294,3 +294,11 @@ def test_a_token_id_outside_the_vocabulary_is_refused_naming_it(bad):
         with pytest.raises(WeightsError, match=f"token id {bad} is outside the model's "
                                                "vocabulary of 4 ids"):
             forward(model, ids, xp=xp)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 0), (0, 3, 10), (2, 0, 10)])
+def test_an_empty_batch_is_an_empty_output(shape):
+    """No input or no position: outputs of that shape, not an error from inside a block."""
+    model = _bos_model(0, causal=False)
+    ids = np.zeros(shape, dtype=np.int64 if len(shape) == 2 else np.float64)
+    assert forward(model, ids).shape == (*shape[:2], model.unembed.shape[1])
