@@ -461,8 +461,8 @@ class _AttentionStep(_Step):
         layout = self._layout_for(fixed_columns)
         read = _read(flat, self.reads)
         projected = (read @ layout.every_row).reshape(batch, n, -1)
-        patterns = _softmax(_scores(projected, layout.varying), self.scale, causal) \
-            if layout.varying else None
+        patterns = list(_softmax(_scores(projected, layout.varying), self.scale,
+                                 causal).swapaxes(0, 1)) if layout.varying else []
         _add(flat, self.writes, self._outputs(layout, projected[..., layout.value_start:],
                                               read[:n], causal, patterns))
         return stream
@@ -477,8 +477,8 @@ class _AttentionStep(_Step):
         distinct = read @ layout.every_row
         index = state.index
         batch, n = index.shape
-        patterns = np.empty((batch, len(layout.varying), n, n))
-        for i, (q, k) in enumerate(layout.varying):
+        patterns = []
+        for q, k in layout.varying:
             # a head's queries and keys take a few distinct values (they read a few
             # columns): every score of the batch is one product of those (the same dot
             # products, summed by a GEMM), exponentiated once and gathered per input
@@ -486,10 +486,10 @@ class _AttentionStep(_Step):
             keys, key_of = _distinct_rows(distinct[:, k])
             if len(queries) * len(keys) <= batch * n:
                 pairs = (query_of[index] * len(keys))[:, :, None] + key_of[index][:, None, :]
-                patterns[:, i] = _table_softmax(queries @ keys.T, pairs, self.scale, causal)
+                patterns.append(_table_softmax(queries @ keys.T, pairs, self.scale, causal))
             else:
-                patterns[:, i] = _softmax(_scores(distinct[:, :layout.value_start][index],
-                                                  [(q, k)]), self.scale, causal)[:, 0]
+                patterns.append(_softmax(_scores(distinct[:, :layout.value_start][index],
+                                                 [(q, k)]), self.scale, causal)[:, 0])
         values = np.take(distinct[:, layout.value_start:], index, axis=0)
         out = self._outputs(layout, values, read[index[0]], causal, patterns)
         return state.updated(self.writes, out)
@@ -499,19 +499,17 @@ class _AttentionStep(_Step):
                                   for rows in self.qk_rows))
 
     def _outputs(self, layout: _HeadLayout, projected: np.ndarray, first_input: np.ndarray,
-                 causal: bool, patterns: np.ndarray | None) -> np.ndarray:
+                 causal: bool, patterns: list[np.ndarray]) -> np.ndarray:
         """What the block adds to the written columns, (inputs * N, written), from every
         input's projected values (inputs, N, every_row's value columns), the varying
-        heads' attention `patterns` (inputs, heads, N, N) and the first input's rows of
+        heads' attention `patterns` (inputs, N, N) each and the first input's rows of
         the columns read (for the fixed heads' patterns)."""
         batch, n = projected.shape[:2]
         slots = layout.slots
         values = np.empty((batch, n, slots[-1]))
-        if layout.varying:
-            assert patterns is not None
-            for i, h in enumerate(layout.varying_heads):
-                np.matmul(patterns[:, i], projected[..., layout.values[h]],
-                          out=values[..., slots[h]:slots[h + 1]])
+        for pattern, h in zip(patterns, layout.varying_heads):
+            np.matmul(pattern, projected[..., layout.values[h]],
+                      out=values[..., slots[h]:slots[h + 1]])
         if layout.fixed:
             for pattern, columns, targets in self._shared_patterns(layout, first_input, causal):
                 values[..., targets] = shared_pattern_values(pattern, projected[..., columns])
@@ -620,7 +618,7 @@ def _table_softmax(table: np.ndarray, pairs: np.ndarray, scale: float,
     _TABLE_SOFTMAX_FLOOR / N, and that query's softmax is computed again the usual way."""
     scores = table * scale
     weights = np.exp(scores - scores.max(axis=1, keepdims=True, initial=-np.inf))
-    patterns = np.take(weights.reshape(-1), pairs)
+    patterns = np.take(weights.reshape(-1), pairs, mode="clip")  # in range: no check
     n = pairs.shape[-1]
     if causal:
         patterns[:, ~np.tri(n, dtype=bool)] = 0.0
