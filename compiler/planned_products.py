@@ -104,7 +104,8 @@ def distinct_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     but in any order of the distinct keys: keys[first][inverse] == keys.
 
     A batch's keys take a few hundred values among tens of thousands, where np.unique's
-    sort costs ~10x a pass over them and NumPy has no hashed unique. So: a table of slots
+    sort costs ~10x a pass over them (its hashed path, sorted=False, gives no inverse,
+    NumPy 2.4). So: a table of slots
     indexed by the top bits of a multiplicative hash; every pending key writes its
     position into its slot (of several writers one lands: any is a member of the slot);
     keys equal to their slot's member are grouped with it, the others (hash collisions)
