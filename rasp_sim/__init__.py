@@ -26,6 +26,7 @@ _TABLE: Table = {
     "load": ("rasp_sim.api", "load"),
     "compile": ("rasp_sim.api", "compile"),
     "load_model": ("rasp_sim.model", "load_model"),
+    "keep_freed_memory": ("rasp_sim.freed_memory", "keep_freed_memory"),
     "Program": ("rasp_sim.program", "Program"),
     "SelectorValue": ("rasp_sim.program", "SelectorValue"),
     "Analysis": ("rasp_sim.analyse", "Analysis"),

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from .errors import RaspError
+from .freed_memory import child_environment, user_has_settings
 
 # PROTOCOL://HOST:PORT or HOST:PORT; HOST may be a name, an IPv4 or a bracketed IPv6 address
 SCHEDULER_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}")
@@ -62,21 +63,19 @@ def dask_client(workers: int, scheduler: str | None, install_hint: str) -> Itera
 
 def _worker_environ() -> dict[str, Any]:
     """The environment Dask gives its worker processes, with glibc malloc's thresholds
-    raised: a freed heap is kept up to 1 GiB (MALLOC_TRIM_THRESHOLD_) and arrays below
-    512 MiB come from it (MALLOC_MMAP_THRESHOLD_).
+    those of the CLI (rasp_sim/freed_memory.py) unless the user set their own.
 
     Dask sets the trim threshold to 64 KiB, so that workers hand freed memory back to the
     OS at once; an explicit threshold also turns off glibc's adaptive choice of which
     allocations get a mapping of their own, so every array above 128 KiB was fresh
     memory, a page fault per 4 KiB at first touch. A proof chunk's forward allocates and
     frees such arrays per block: the 10^7-input proof spent 29 s of system time in 10.8M
-    faults against 46 s of user time; with these thresholds, 3 s in 65k faults. A worker
-    keeps at most its peak, which the forward's pass budget bounds (tracr_backend/
-    bulk_compare.py FORWARD_MEMORY)."""
+    faults against 46 s of user time."""
     import dask
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
-    environ.update(MALLOC_TRIM_THRESHOLD_=1 << 30, MALLOC_MMAP_THRESHOLD_=1 << 29)
+    if not user_has_settings():
+        environ.update(child_environment())
     return environ
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Iterator, NamedTuple, Sequence
 
 from ..errors import RaspError
+from ..freed_memory import keep_freed_memory
 from .streams import OutputFailed, guarded_stdout, silence_stdout
 
 
@@ -162,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with guarded_stdout():
             command = chosen_command(argv)
             one_blas_thread_unless_needed(command)
+            keep_freed_memory()
             parser = build_parser(command)
             args = parser.parse_args(join_dash_values(argv, parser))
             with _remembering_interrupts() as seen, warnings.catch_warnings():
