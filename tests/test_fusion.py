@@ -1,5 +1,7 @@
 """Fused patterns (rasp_sim/evaluation/fusion.py) against the same graphs evaluated node by
-node: the library's sort and selector_width, and gathers/scatters through selects on
+node: the library's sort and selector_width (of == selects counted by value: ints, big
+ints, bools, strings, and the floats and mixed values that keep the selector), and
+gathers/scatters through selects on
 indices, on random batches of ints (in and out of range, repeated), strings, floats and
 mixed values; same atoms, types and errors."""
 from __future__ import annotations
@@ -21,8 +23,12 @@ SOURCE = """
 tokens = tokens_asis;
 sorted = sort(tokens, tokens);
 sorted_by_length_key = sort(tokens, length - tokens);
+sorted_positions = sort(indices, tokens);
 width = selector_width(select(tokens, tokens, ==));
 width_of_shared = selector_width(select(indices, indices, <=));
+width_of_positions = selector_width(select(indices, tokens, ==));
+width_of_shifted = selector_width(select(tokens, indices - 1, ==));
+width_of_flags = selector_width(select(tokens == "a", indices == 0, ==));
 at = aggregate(select(indices, tokens, ==), indices * 1.5, 0);
 picked = aggregate(select(indices, tokens, ==), tokens, "none");
 reversed = aggregate(select(indices, length - indices - 1, ==), tokens);
@@ -31,8 +37,9 @@ placed_mean = aggregate(select(tokens, indices, ==), tokens, 0.5);
 size = length;
 before = select(tokens, tokens, <) or (select(tokens, tokens, ==) and select(indices, indices, <));
 """
-NAMES = ["sorted", "sorted_by_length_key", "width", "width_of_shared", "at", "picked",
-         "reversed", "placed", "placed_mean", "before", "before", "before", "size"]
+NAMES = ["sorted", "sorted_by_length_key", "sorted_positions", "width", "width_of_shared",
+         "width_of_positions", "width_of_shifted", "width_of_flags", "at", "picked", "reversed",
+         "placed", "placed_mean", "before", "before", "before", "size"]
 
 
 def _roots() -> dict[str, Any]:
@@ -44,6 +51,7 @@ def _roots() -> dict[str, Any]:
 ROOTS = _roots()
 ATOMS = {
     "int": st.integers(-2, 6),
+    "big int": st.sampled_from([-2**62, 2**62, 3, 2**40]),
     "str": st.sampled_from(["a", "b", "é", "ab", ""]),
     "float": st.sampled_from([0.0, 1.0, 2.5, -1.0, float("nan")]),
     "mixed": st.one_of(st.integers(-1, 4), st.sampled_from([1.0, 0.5])),
@@ -67,10 +75,11 @@ def _outcome(root: Any, batch: list) -> tuple[str, Any]:
 def test_the_library_patterns_are_fused() -> None:
     kinds = {name: sorted(f.kind for f in ev._Plan((root,)).fused.values())
              for name, root in ROOTS.items()}
-    assert kinds["sorted"] == ["before", "scatter", "width"]
-    assert kinds["width"] == ["width"] and kinds["reversed"] == ["gather", "width"]
+    assert kinds["sorted"] == ["before", "before width", "sorted"]
+    assert kinds["width"] == ["equal width"] and kinds["reversed"] == ["equal width", "gather"]
+    assert kinds["width_of_shared"] == ["width"] and kinds["width_of_flags"] == ["equal width"]
     assert kinds["placed"] == ["scatter"] and kinds["before"] == ["before"]
-    assert kinds["size"] == ["width"]
+    assert kinds["size"] == ["equal width"]  # length: the width of select(1, 1, ==)
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -86,3 +95,57 @@ def test_fused_patterns_match_node_by_node_evaluation(name: str, batch: list) ->
         assert same_rows(fused[1], plain[1]), (fused[1], plain[1])
     else:
         assert fused[1] == plain[1]
+
+
+def test_an_equality_width_of_many_distinct_values_counts_sorted_pairs() -> None:
+    """90,000 distinct values in 300 inputs: too many for a count per input and value, so
+    the (input, value) pairs are sorted and searched; the same counts as the selector."""
+    import numpy as np
+
+    from rasp_sim.evaluation.attention import row_counts, select
+
+    rng = np.random.default_rng(0)
+    keys = rng.integers(-2**62, 2**62, size=(300, 300))
+    queries = np.where(rng.random((300, 300)) < 0.5, keys[:, ::-1], keys + 1)
+    keys[:, :50] = keys[:, :1]  # repeats, so that counts above one occur
+    want = row_counts(select(keys, queries, "==", False))
+    assert want.max() > 1 and (want == 0).any()
+    assert np.array_equal(fusion._equal_width(keys, queries, False), want)
+    assert np.array_equal(fusion._equal_width(keys[:1], queries, False),
+                          row_counts(select(keys[:1], queries, "==", False)))
+
+
+@pytest.mark.parametrize("kind", ["int", "uint8", "bool", "str", "float"])
+def test_the_sort_selectors_width_is_each_keys_stable_rank(kind: str) -> None:
+    """Long inputs with many ties (NumPy sorts short rows by insertion, stable anyway):
+    the ranks equal the selector's row counts; floats, nan among them, keep the selector."""
+    import numpy as np
+
+    from rasp_sim.evaluation.attention import row_counts
+
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 4, size=(40, 200))
+    keys = {"int": keys - 2, "uint8": keys.astype(np.uint8), "bool": keys > 1,
+            "str": np.array(list("abcé"))[keys],
+            "float": np.where(keys == 3, np.nan, keys * 0.5)}[kind]
+    for batch in (keys, keys[:1]):
+        want = row_counts(fusion._before(batch, False))
+        assert np.array_equal(fusion._before_width(batch, False), want)
+
+
+@pytest.mark.parametrize("name", ["sorted", "sorted_by_length_key", "sorted_positions",
+                                  "placed"])
+def test_sorts_of_long_inputs_with_ties_match_node_by_node(name: str) -> None:
+    """Lengths above NumPy's insertion-sort cut-off, few distinct tokens: an order that
+    is not stable would be caught here (sorted_positions: equal keys, different values)."""
+    import random
+
+    rng = random.Random(2)
+    for atoms in ("abc", [0, 1, 2, 30], [True, False]):
+        batch = [[rng.choice(atoms) for _ in range(100)] for _ in range(8)]
+        fused = _outcome(ROOTS[name], batch)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fusion, "find", lambda nodes: {})
+            plain = _outcome(ROOTS[name], batch)
+        assert fused[0] == plain[0]
+        assert same_rows(fused[1], plain[1]) if fused[0] == "ok" else fused[1] == plain[1]

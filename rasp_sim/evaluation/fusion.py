@@ -13,6 +13,16 @@ apply to the values at hand it computes the unfused nodes from the same inputs.
 - width: the library's `selector_width(s)` and `length` (stdlib.rasp: a mean over
   `s or key0` and `round`; rasp_sim/library_patterns.py finds them): the number of keys
   each query of s selects, a row count.
+- before width: the same of the library's sort selector `before` (below), whose keys
+  (k, position) are all distinct: each query's rank among them, one stable argsort per
+  input instead of the (batch, n, n) selector.
+- sorted: the scatter of those ranks (the library's `sort`): the ranks are a
+  permutation, and the key query q selects is the q-th of the stable order, so the
+  result is that order's gather.
+- equal width: the same of `s = select(k, q, ==)` (a histogram: how often each query's
+  value occurs among the keys): each input's keys counted by value (a bincount of small
+  integer codes) and each query's count looked up, O(n) per input instead of the O(n^2)
+  selector, for ints, bools and strings (floats keep the selector: nan != nan).
 """
 from __future__ import annotations
 
@@ -27,7 +37,8 @@ from .attention import aggregate, gathered, row_counts, select
 from .columns import INT64_MAX, max_abs
 from .elementwise import _string_ranks, compare
 
-Kind = Literal["gather", "scatter", "before", "width"]
+Kind = Literal["gather", "scatter", "sorted", "before", "width", "before width",
+               "equal width"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,10 @@ def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bo
     """The value of `node` from the values of `fused.inputs`."""
     if fused.kind == "width":
         return row_counts(inputs[0])
+    if fused.kind == "equal width":
+        return _equal_width(inputs[0], inputs[1], exact)
+    if fused.kind == "before width":
+        return _before_width(inputs[0], exact)
     if fused.kind == "before":
         return _before(inputs[0], exact)
     assert isinstance(node, graph.Aggregate)
@@ -66,6 +81,12 @@ def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bo
         sel = select(indices, queries, "==", exact)
     else:
         keys, values = inputs
+        if fused.kind == "sorted":
+            order = _stable_order(keys)
+            if order is not None:
+                return gathered(values, order, np.ones(order.shape, dtype=bool), node.default,
+                                exact)
+            keys = row_counts(_before(keys, exact))
         if keys.dtype.kind == "i":
             out = _scatter(keys, values, n, node.default, exact)
             if out is not None:
@@ -87,18 +108,88 @@ def _scatter(keys: np.ndarray, values: Any, n: int, default: Any, exact: bool) -
     return gathered(values, chosen.reshape(keys.shape), counts.reshape(keys.shape) == 1, default, exact)
 
 
+def _equal_width(keys: Any, queries: Any, exact: bool) -> np.ndarray:
+    """row_counts(select(keys, queries, ==)): per query, how many keys equal it, from a
+    count of each input's keys per value: a table (bincount) where inputs x values is
+    small, else the sorted (input, value) pairs and a binary search."""
+    codes = _equality_codes(keys, queries)
+    if codes is None:
+        return row_counts(select(keys, queries, "==", exact))
+    key_codes, query_codes, size = codes
+    rows, n = key_codes.shape
+    batch = max(rows, query_codes.shape[0])
+    key_slots = np.arange(rows)[:, None] * size + key_codes
+    query_slots = np.broadcast_to(query_codes, (batch, n)) + (
+        np.arange(batch)[:, None] * size if rows > 1 else 0)
+    if rows * size <= 4 * key_codes.size + (1 << 16):
+        return np.bincount(key_slots.reshape(-1), minlength=rows * size)[query_slots]
+    slots, counts = np.unique(key_slots, return_counts=True)
+    at = np.minimum(np.searchsorted(slots, query_slots), slots.size - 1)
+    return np.where(slots[at] == query_slots, counts[at], 0)
+
+
+def _equality_codes(keys: Any, queries: Any) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Integer codes in range(size) for the keys and queries, equal exactly where the
+    values are ==: the values less the smallest where they span a short range, else their
+    ranks among the distinct values; None for values whose == is not that of integer
+    codes (floats, where nan != nan; objects and mixed columns; strings against numbers,
+    which the selector compares)."""
+    kinds = {getattr(keys, "dtype", np.dtype(object)).kind,
+             getattr(queries, "dtype", np.dtype(object)).kind}
+    if kinds == {"U"}:
+        keys, queries = _string_ranks(keys, queries)
+    elif not kinds <= {"b", "i"}:
+        return None
+    keys, queries = keys.astype(np.int64), queries.astype(np.int64)
+    if not (keys.size and queries.size):
+        return None
+    low = min(int(keys.min()), int(queries.min()))
+    size = max(int(keys.max()), int(queries.max())) - low + 1
+    if size <= 4 * keys.shape[-1] + 256:
+        return keys - low, queries - low, size
+    values, codes = np.unique(np.concatenate([keys.reshape(-1), queries.reshape(-1)]),
+                              return_inverse=True)
+    codes = codes.reshape(-1)
+    return (codes[:keys.size].reshape(keys.shape), codes[keys.size:].reshape(queries.shape),
+            len(values))
+
+
+def _before_width(keys: Any, exact: bool) -> np.ndarray:
+    """row_counts(_before(keys)): how many keys sort before each query, ties broken by
+    position, which is each query's place in a stable sort of its input's keys."""
+    order = _stable_order(keys)
+    if order is None:
+        return row_counts(_before(keys, exact))
+    ranks = np.empty(order.shape, dtype=np.int64)
+    np.put_along_axis(ranks, order, np.arange(order.shape[-1], dtype=np.int64), axis=-1)
+    return ranks
+
+
+def _stable_order(keys: Any) -> np.ndarray | None:
+    """Each input's positions in ascending order of the keys, ties by position (a stable
+    sort), or None where NumPy's order is not RASP's (`_orderable_codes`)."""
+    codes = _orderable_codes(keys)
+    return None if codes is None else np.argsort(codes, axis=-1, kind="stable")
+
+
+def _orderable_codes(keys: Any) -> np.ndarray | None:
+    """Integers ordered as the keys are by < (strings by code point, bools as 0 and 1), or
+    None for values whose < NumPy's sort does not follow (floats, where nan is unordered;
+    objects and mixed columns)."""
+    kind = keys.dtype.kind
+    if kind == "U":
+        return _string_ranks(keys, keys)[0]
+    if kind == "b":
+        return keys.astype(np.int64)
+    return keys if kind in "iu" else None
+
+
 def _before(keys: Any, exact: bool) -> np.ndarray:
     """M[q, k] = keys[k] < keys[q] or (keys[k] == keys[q] and k < q)."""
     n = keys.shape[-1]
-    kind = keys.dtype.kind
-    if kind == "U":
-        keys = _string_ranks(keys, keys)[0]
-        kind = "i"
-    elif kind == "b":
-        keys = keys.astype(np.int64)
-        kind = "i"
-    if kind in "iu" and (max_abs(keys.astype(np.int64)) + 1) * n <= INT64_MAX:
-        combined = keys.astype(np.int64) * n + np.arange(n)
+    codes = _orderable_codes(keys)
+    if codes is not None and (max_abs(codes.astype(np.int64)) + 1) * n <= INT64_MAX:
+        combined = codes.astype(np.int64) * n + np.arange(n)
         return select(combined, combined, "<", exact)
     indices = np.arange(n, dtype=np.int64)[None, :]
     return select(keys, keys, "<", exact) | (
@@ -123,6 +214,9 @@ def _gather_of(node: graph.Node) -> Fused | None:
         if isinstance(sel.keys, graph.Indices):
             return Fused("gather", (sel.queries, node.values))
         if isinstance(sel.queries, graph.Indices):
+            width = _width_of(sel.keys)
+            if width is not None and width.kind == "before width":
+                return Fused("sorted", (width.inputs[0], node.values))
             return Fused("scatter", (sel.keys, node.values))
     return None
 
@@ -150,7 +244,15 @@ def _before_of(node: graph.Node) -> Fused | None:
 
 def _width_of(node: graph.Node) -> Fused | None:
     sel = selector_width_of(node) if isinstance(node, graph.SOp) else None
-    return None if sel is None else Fused("width", (sel,))
+    if sel is None:
+        return None
+    before = _before_of(sel)
+    if before is not None:
+        return Fused("before width", before.inputs)
+    if _is_select(sel, "=="):
+        assert isinstance(sel, graph.Select)
+        return Fused("equal width", (sel.keys, sel.queries))
+    return Fused("width", (sel,))
 
 
 _MATCHERS: tuple[Callable[[graph.Node], Fused | None], ...] = (_gather_of, _before_of, _width_of)
