@@ -440,9 +440,10 @@ def _locate(
 def _first_user_span(plan: _Plan, node: graph.Node) -> Span | None:
     """Where `node` is used, for nodes without a span of their own: the base values
     (`tokens_float`, ...) are shared by every program, so their failures are located at
-    the first expression of the program that reads them."""
-    for user in plan.order:
-        if user.span is not None and any(child is node for child in plan.inputs(user)):
+    the first expression of the program that reads them, as written (not as fused: a
+    fused pattern reads its inputs at its last node)."""
+    for user in graph.ancestors(plan.roots):
+        if user.span is not None and any(child is node for child in user.children()):
             return user.span
     return None
 
