@@ -115,8 +115,10 @@ def evaluate_batch(
 ) -> dict[graph.Node, np.ndarray]:
     """Array-level evaluation of a batch of equal-length inputs."""
     plan = _Plan(tuple(roots))
-    rows: Any = _strings_of_one_length(batch)
-    if rows is None:
+    lengths = _string_lengths(batch) if isinstance(batch, (list, tuple)) else None
+    if lengths is not None and len(lengths) == 1:
+        rows: Any = list(batch)
+    else:
         rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
         if len(set(map(len, rows))) > 1:
             raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for "
@@ -313,20 +315,20 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
         yield ids, _group_rows([rows[i] for i in ids])
 
 
-def _strings_of_one_length(batch: Any) -> list[str] | None:
-    """A list or tuple of non-empty strings of one length as a list (what `_as_inputs` and
-    `_group_rows` would make of it, checked in two passes at C speed instead of five),
-    else None."""
-    if not isinstance(batch, (list, tuple)) or set(map(type, batch)) != {str}:
+def _string_lengths(inputs: Sequence[Any] | np.ndarray) -> set[int] | None:
+    """The lengths of inputs that are all non-empty strings, checked at C speed, else None:
+    such a batch needs no per-input conversion (`_as_inputs`), and of one length it is one
+    group as it is (`evaluate_batch`)."""
+    if set(map(type, inputs)) != {str}:
         return None
-    lengths = set(map(len, batch))
-    return list(batch) if len(lengths) == 1 and 0 not in lengths else None
+    lengths = set(map(len, inputs))
+    return None if 0 in lengths else lengths
 
 
 def _as_inputs(inputs: Sequence[Any] | np.ndarray, first_index: int) -> list:
     """Every input checked and as `_group_rows` takes it (input i named first_index + i);
     a list of non-empty strings as it is, checked at C speed."""
-    if set(map(type, inputs)) == {str} and min(map(len, inputs)) > 0:
+    if _string_lengths(inputs) is not None:
         return list(inputs)
     return [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
 
