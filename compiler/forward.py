@@ -224,11 +224,16 @@ def embed_tokens(model: Transformer, ids: Array, xp: ModuleType = np) -> Array:
         # NumPy would raise IndexError for a large id and wrap a negative one
         ids = np.asarray(ids)
         vocabulary = model.token_embed.shape[0]
-        if ids.size and (ids.min() < 0 or ids.max() >= vocabulary):
+        if not _ids_within(ids, vocabulary):
             bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
             raise WeightsError(f"input: token id {bad} is outside the model's vocabulary "
                                f"of {vocabulary} ids (0..{vocabulary - 1})")
     return _add_positions(model, xp.asarray(model.token_embed)[ids], xp)
+
+
+def _ids_within(ids: np.ndarray, vocabulary: int) -> bool:
+    """Whether every token id indexes a vocabulary of that size (0..vocabulary - 1)."""
+    return not ids.size or (ids.min() >= 0 and ids.max() < vocabulary)
 
 
 def _add_positions(model: Transformer, stream: Array, xp: ModuleType) -> Array:
@@ -617,7 +622,7 @@ def _table_softmax(table: np.ndarray, pairs: np.ndarray, scale: float,
     query's total falls below _TABLE_SOFTMAX_FLOOR, its largest term is below
     _TABLE_SOFTMAX_FLOOR / N, and that query's softmax is computed again the usual way."""
     scores = table * scale
-    weights = np.exp(scores - scores.max(axis=1, keepdims=True, initial=-np.inf))
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
     patterns = np.take(weights.reshape(-1), pairs, mode="clip")  # in range: no check
     n = pairs.shape[-1]
     if causal:
@@ -764,7 +769,7 @@ class _Plan:
         table = self.embedding_table
         if table is None or inputs.ndim != 2 or not np.issubdtype(inputs.dtype, np.integer) \
                 or inputs.shape[1] > table.shape[0] \
-                or (inputs.size and (inputs.min() < 0 or inputs.max() >= table.shape[1])):
+                or not _ids_within(inputs, table.shape[1]):
             return None
         return np.arange(inputs.shape[1]) * table.shape[1] + inputs
 
@@ -801,7 +806,7 @@ class _Plan:
             if model.token_embed is None or inputs.ndim != 2:
                 return None
             embed = np.asarray(model.token_embed)
-            if inputs.size and (inputs.min() < 0 or inputs.max() >= len(embed)):
+            if not _ids_within(inputs, len(embed)):
                 return None  # the embedding refuses such ids
             present = np.zeros((inputs.shape[1], len(embed)), dtype=bool)  # (position, token)
             present[np.arange(inputs.shape[1]), inputs] = True
