@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,25 @@ def test_ctrl_c_exits_130_even_when_a_library_rewraps_it(capsys, monkeypatch, wr
             if wrap:
                 raise AttributeError("half-built parser") from None
             raise
+
+    monkeypatch.setattr(run_module, "run", handler)
+    assert main(["run", "x.rasp", "--input", "a"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_ctrl_c_exits_130_when_a_library_replaces_it_by_an_unrelated_error(capsys, monkeypatch):
+    """A real SIGINT whose KeyboardInterrupt a library turns into an error that no longer
+    mentions it (NumPy's C extension, stopped while it imports `datetime`, raises
+    ImportError "could not import module" with no context): still `interrupted`, 130."""
+    def handler(args: argparse.Namespace) -> int:
+        stopped = False
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            stopped = True
+        if stopped:  # raised outside the except block: no __context__ leads back
+            raise ImportError('PyCapsule_Import could not import module "datetime"')
+        return 0
 
     monkeypatch.setattr(run_module, "run", handler)
     assert main(["run", "x.rasp", "--input", "a"]) == 130

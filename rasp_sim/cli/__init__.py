@@ -158,7 +158,16 @@ def join_dash_values(argv: Sequence[str], parser: argparse.ArgumentParser) -> li
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # Ctrl-C is remembered from the first step: NumPy and JAX are imported inside the
+    # command, and an import that Ctrl-C stops can end in an error that no longer says so
+    # (NumPy's C extension reports "could not import module datetime")
+    with _remembering_interrupts() as interrupted:
+        return _main(argv, interrupted)
+
+
+def _main(argv: list[str], interrupted: list[bool]) -> int:
     debug = "--debug" in argv  # known before parsing, for errors that parsing raises
+    args: argparse.Namespace | None = None
     try:
         with guarded_stdout():
             command = chosen_command(argv)
@@ -166,13 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep_freed_memory()
             parser = build_parser(command)
             args = parser.parse_args(join_dash_values(argv, parser))
-            with _remembering_interrupts() as seen, warnings.catch_warnings():
+            with warnings.catch_warnings():
                 # NumPy's floating-point warnings say nothing a user can act on: a
                 # non-finite forward pass is an error naming its block (compiler/forward.py)
                 # and RASP's float arithmetic is Python's (inf and nan are values).
                 warnings.simplefilter("ignore", RuntimeWarning)
                 code = _run(parser, args)
-            if seen and not getattr(args, "handles_interrupts", False):
+            if interrupted and not _handles_interrupts(args):
                 raise KeyboardInterrupt  # one that a library swallowed: still an interruption
             sys.stdout.flush()  # a full disk shows here, not at exit
             return code
@@ -187,13 +196,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"rasp-sim: cannot write the output: {error}", file=sys.stderr)
         return EXIT_PROGRAM_ERROR
     except Exception as error:  # noqa: BLE001: the last resort; every known error is handled below
-        if _raised_while_interrupted(error):
+        if (interrupted and not _handles_interrupts(args)) or _raised_while_interrupted(error):
             print("interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
         if debug:
             traceback.print_exc()
         print(f"rasp-sim: {unexpected_error_message(error)}", file=sys.stderr)
         return EXIT_PROGRAM_ERROR
+
+
+def _handles_interrupts(args: argparse.Namespace | None) -> bool:
+    """Whether the command says itself what Ctrl-C stopped (the REPL goes on after it)."""
+    return bool(getattr(args, "handles_interrupts", False))
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -215,24 +229,32 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _remembering_interrupts() -> Iterator[list[bool]]:
     """SIGINT raises KeyboardInterrupt as usual, and is also remembered (the list yielded
     becomes non-empty): a KeyboardInterrupt raised inside a callback the interpreter
-    ignores (JAX's garbage-collection callback, while jax imports) is otherwise lost, and
-    the interrupted command ran on to exit 0. Only the main thread can set the handler;
-    a SIGINT that is ignored stays ignored."""
+    ignores (JAX's garbage-collection callback, the import system's module-lock callback)
+    is otherwise lost, and the interrupted command ran on to exit 0. Python's "Exception
+    ignored" traceback for such a KeyboardInterrupt is not printed: the command says
+    "interrupted" once. Only the main thread can set the handler; a SIGINT that is
+    ignored stays ignored."""
     seen: list[bool] = []
 
     def remember(signum: int, frame: object) -> None:
         seen.append(True)
         raise KeyboardInterrupt
 
+    def report_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            previous_hook(unraisable)
+
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
         yield seen
         return
     previous = signal.signal(signal.SIGINT, remember)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, report_unraisable
     try:
         yield seen
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
 
 
 def _raised_while_interrupted(error: BaseException) -> bool:
