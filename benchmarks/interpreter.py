@@ -39,10 +39,16 @@ traffic_bytes`) over the bandwidth of a large NumPy copy, measured in the same r
 time per input no evaluation that moves those arrays through DRAM can beat.
 
 The library's constructions (matmul 4x4x4, softmax 4x4, U with n = d = 4, an encoder layer
-with n = d = 2, inverse 4x4, at the input lengths their layouts need) are timed by rasp-sim
-alone, on random float layouts: tracr's evaluator has no program for them (the compiler's
-translator needs a finite vocabulary, and their sums over floats have none), and the
-original lacks the extensions the library uses (`load`, `exp`, `sqrt`, `sum`, `assert`).
+with n = d = 2, inverse 4x4, at the input lengths their layouts need) run on random float
+layouts. tracr's evaluator gets each construction's own graph translated node for node
+into tracr's RASP (benchmarks/tracr_translation.py; tracr has no `sum`, which becomes mean x
+SelectorWidth), evaluated with a cache per input: tracr's `rasp.evaluate` recomputes a
+shared subexpression at every reference, and these graphs evaluated as trees are 10^4 (matmul)
+to 10^13 (inverse) node evaluations. The original gets the graph written out as a program
+in its language (benchmarks/original_translation.py: `sum` as mean x selector_width,
+`exp(x)` as `e ^ x`, `sqrt` as `^ 0.5`, `assert` as its condition), each node one
+statement. Their outputs must agree with rasp-sim's within 1e-9 relative (those rewrites
+round differently in the last bits).
 """
 from __future__ import annotations
 
@@ -70,6 +76,9 @@ from rasp_sim import graph
 from rasp_sim.evaluate import evaluate_batch, traffic_bytes
 from rasp_sim.freed_memory import keep_freed_memory
 from rasp_sim.interpreter import Interpreter
+
+from original_translation import original_source  # noqa: E402 (benchmarks/, beside this file)
+from tracr_translation import MemoizedEvaluator, to_tracr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ALPHABET = "abcdefgh"
@@ -389,7 +398,9 @@ def main() -> int:
                          f"{original_cells[0]} | {ours_rate / tracr_rate:,.0f}x | "
                          f"{original_cells[1]} |")
     bound_table = dram_bounds(roots, us_per_seq)
-    library_table = library_rows(repeats, 200 if args.quick else 2000)
+    library_table = library_rows(repeats, 200 if args.quick else 2000,
+                                 3 if args.quick else 20, original, 1 if args.quick else 3,
+                                 mismatches)
     if original:
         original.close()
     sizes = (batch_size, 10 * batch_size)
@@ -418,7 +429,8 @@ def main() -> int:
         print("\n| program | n | bytes per input | DRAM bound (us) | measured (us) | "
               "measured / bound |\n|---|---|---|---|---|---|")
         print("\n".join(bound_table))
-        print("\n| construction | n | rasp-sim seq/s | us per sequence |\n|---|---|---|---|")
+        print("\n| construction | n | rasp-sim seq/s | us per sequence | tracr seq/s | "
+              "original seq/s | vs tracr | vs original |\n|---|---|---|---|---|---|---|---|")
         print("\n".join(library_table))
     for line in mismatches:
         print(f"MISMATCH {line}", file=sys.stderr)
@@ -456,27 +468,62 @@ LIBRARY = {
 }
 
 
-def library_rows(repeats: int, size: int) -> list[str]:
-    """The library's constructions on `size` random float layouts (printed; Markdown rows
-    returned)."""
-    print(f"\nthe library's constructions, rasp-sim alone, {size} random layouts (uniform in "
-          "[-1, 1]); CPU time, median of runs")
-    print(f"{'construction':18} {'n':>3} {'seq/s':>10} {'us/seq':>8}")
+def library_rows(repeats: int, size: int, tracr_sample: int, original: Original | None,
+                 original_sample: int, mismatches: list[str]) -> list[str]:
+    """The library's constructions on `size` random float layouts, against tracr's evaluator
+    and the original on the first layouts (printed; Markdown rows returned). Their outputs
+    must agree with rasp-sim's within `_close`; a disagreement goes to `mismatches`."""
+    print(f"\nthe library's constructions on {size} random layouts (uniform in [-1, 1]); "
+          f"tracr (benchmarks/tracr_translation.py) on the first {tracr_sample}"
+          + (f", the original (benchmarks/original_translation.py) on the first "
+             f"{original_sample}" if original else "") + "; CPU time, median of runs")
+    print(f"{'construction':18} {'n':>3} {'rasp-sim seq/s':>15} {'tracr seq/s':>12} "
+          f"{'original seq/s':>15} {'vs tracr':>9} {'vs original':>12}")
     rng = np.random.default_rng(0)
-    rows, runs, sizes = [], {}, {}
+    evaluator = MemoizedEvaluator()
+    rows = []
     for name, (source, n) in LIBRARY.items():
         interpreter = Interpreter()
         interpreter.run_source(source, f"<{name}>")
         root = interpreter.lookup("y")
         batch = rng.uniform(-1, 1, (size, n))
-        evaluate_batch([root], batch[:2])  # a failing layout stops here, not in the timing
-        runs[name] = lambda root=root, batch=batch: cpu_seconds(lambda: evaluate_batch([root], batch))
-        sizes[name] = n
-    for name, seconds in interleaved_medians(runs, repeats).items():
-        rate = size / seconds
-        print(f"{name:18} {sizes[name]:>3} {rate:>10,.0f} {1e6 / rate:>8.1f}")
-        rows.append(f"| {name} | {sizes[name]} | {rate:,.0f} | {1e6 / rate:.1f} |")
+        ours = np.asarray(evaluate_batch([root], batch)[root].tolist(), dtype=float)
+        expression = to_tracr(root)
+        tracr_inputs = batch[:tracr_sample].tolist()
+
+        def tracr_run() -> list:
+            return [evaluator.evaluate(expression, x) for x in tracr_inputs]
+
+        if not _close(ours[:tracr_sample], tracr_run()):
+            mismatches.append(f"{name} tracr: outputs differ from rasp-sim's")
+        runs = {"ours": lambda: cpu_seconds(lambda: evaluate_batch([root], batch)),
+                "tracr": lambda: cpu_seconds(tracr_run)}
+        if original:
+            program = Program(original_source(root, batch[0].tolist()), f"<{name}>", "y")
+            original_inputs = batch[:original_sample].tolist()
+            if not _close(ours[:original_sample], original.run(program, original_inputs)[0]):
+                mismatches.append(f"{name} original: outputs differ from rasp-sim's")
+            runs["original"] = lambda: original.run(program, original_inputs)[1]
+        seconds = interleaved_medians(runs, repeats)
+        rate, tracr_rate = size / seconds["ours"], tracr_sample / seconds["tracr"]
+        original_cells = ["-", "-"]
+        if original:
+            original_rate = original_sample / seconds["original"]
+            original_cells = [f"{original_rate:,.2f}", f"{rate / original_rate:,.0f}x"]
+        print(f"{name:18} {n:>3} {rate:>15,.0f} {tracr_rate:>12,.1f} {original_cells[0]:>15} "
+              f"{rate / tracr_rate:>8,.0f}x {original_cells[1]:>12}", flush=True)
+        rows.append(f"| {name} | {n} | {rate:,.0f} | {1e6 / rate:.1f} | {tracr_rate:,.1f} | "
+                    f"{original_cells[0]} | {rate / tracr_rate:,.0f}x | {original_cells[1]} |")
     return rows
+
+
+def _close(ours: np.ndarray, theirs: list) -> bool:
+    """Equal up to rounding: tracr and the original compute a `sum` as mean x count and the
+    original `exp` as pow(e, x), which differ from rasp-sim's in the last bits (1e-16 here);
+    1e-9 relative is far above that and far below any error of an algorithm."""
+    theirs_array = np.asarray(theirs, dtype=float)
+    return theirs_array.shape == ours.shape and bool(
+        np.allclose(theirs_array, ours, rtol=1e-9, atol=1e-12))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Smoke test of benchmarks/interpreter.py on tiny batches: rasp-sim's pipeline (RASP source
 -> Interpreter -> evaluate_batch) gives the same outputs as tracr's evaluator on tracr's
 own programs of the same algorithms, and the original interpreter's driver agrees too
-when a checkout is configured. No timings are checked.
+when a checkout is configured. The library's constructions, translated to tracr's RASP
+and to the original's language (benchmarks/tracr_translation.py, original_translation.py),
+give rasp-sim's values there. No timings are checked.
 """
 from __future__ import annotations
 
@@ -12,14 +14,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("tracr")
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "interpreter.py"
+sys.path.insert(0, str(SCRIPT.parent))  # as when it runs: its translations lie beside it
 _spec = importlib.util.spec_from_file_location("benchmark_interpreter", SCRIPT)
 bench = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = bench  # its dataclasses look their module up there
 _spec.loader.exec_module(bench)
+
+from original_translation import NotExpressible, _literal, original_source  # noqa: E402
+from tracr.rasp import rasp  # noqa: E402
+from tracr_translation import MemoizedEvaluator, to_tracr  # noqa: E402
+
+from rasp_sim.interpreter import Interpreter  # noqa: E402
 
 ORIGINAL = os.environ.get("RASP_ORIGINAL")
 ORIGINAL_PYTHON = os.environ.get("RASP_ORIGINAL_PYTHON")
@@ -73,3 +83,67 @@ def test_cli_row_runs_the_real_cli_and_agrees():
     assert row.problem is None
     assert row.line().split()[:3] == ["sort", "9", "20"]
     assert 0 < bench.cli_startup_seconds(random.Random(6), repeats=1)
+
+
+# ------------------------------------------------- the constructions in tracr and the original
+
+def _construction(name: str):
+    source, n = bench.LIBRARY[name]
+    interpreter = Interpreter()
+    interpreter.run_source(source, f"<{name}>")
+    root = interpreter.lookup("y")
+    batch = np.random.default_rng(len(name)).uniform(-1, 1, (2, n))
+    return root, batch, np.asarray(bench.evaluate_batch([root], batch)[root].tolist(), dtype=float)
+
+
+@pytest.mark.parametrize("name", list(bench.LIBRARY))
+def test_every_construction_in_tracr_gives_rasp_sims_values(name):
+    root, batch, ours = _construction(name)
+    expression, evaluator = to_tracr(root), MemoizedEvaluator()
+    theirs = [evaluator.evaluate(expression, row) for row in batch.tolist()]
+    assert bench._close(ours, theirs)
+    assert not bench._close(ours + 1e-6, theirs)  # the check can fail
+
+
+def test_the_memoized_evaluator_is_tracrs_on_a_shared_graph():
+    # softmax 4x4 is 85 nodes, 17,043 as a tree: each evaluator on it, value for value
+    root, batch, _ = _construction("softmax 4x4")
+    expression = to_tracr(root)
+    for row in batch.tolist():
+        assert MemoizedEvaluator().evaluate(expression, row) == rasp.evaluate(expression, row)
+
+
+def test_original_literals_read_back_to_the_same_values():
+    for value in (0.1, -0.5, 1e-05, -2.5e-300, 123456789.125, 1e22, -0.0, 3, -7, True, False):
+        text = _literal(value)
+        assert "e" not in text.lower().replace("true", "").replace("false", "")  # no exponent
+        assert eval(text) == value and type(eval(text)) is type(value)  # noqa: S307
+    with pytest.raises(NotExpressible, match="no literal for inf"):
+        _literal(float("inf"))
+
+
+def test_an_operation_the_original_lacks_is_refused_by_name():
+    interpreter = Interpreter()
+    interpreter.run_source("y = log(tokens_float);\n", "<log>")
+    with pytest.raises(NotExpressible, match="no `log` map"):
+        original_source(interpreter.lookup("y"), [1.0])
+
+
+def test_library_rows_without_the_original_agree_with_tracr():
+    mismatches: list[str] = []
+    rows = bench.library_rows(1, 3, 1, None, 1, mismatches)
+    assert mismatches == [] and len(rows) == len(bench.LIBRARY)
+    assert all(row.count("|") == 9 and row.endswith("x | - |") for row in rows)
+
+
+@pytest.mark.skipif(not (ORIGINAL and ORIGINAL_PYTHON),
+                    reason="set RASP_ORIGINAL and RASP_ORIGINAL_PYTHON to run the original")
+@pytest.mark.parametrize("name", list(bench.LIBRARY))
+def test_every_construction_in_the_original_gives_rasp_sims_values(name):
+    root, batch, ours = _construction(name)
+    original = bench.Original(ORIGINAL, ORIGINAL_PYTHON)
+    try:
+        program = bench.Program(original_source(root, batch[0].tolist()), f"<{name}>", "y")
+        assert bench._close(ours, original.run(program, batch.tolist())[0])
+    finally:
+        original.close()
