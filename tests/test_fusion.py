@@ -115,6 +115,27 @@ def test_an_equality_width_of_many_distinct_values_counts_sorted_pairs() -> None
                           row_counts(select(keys[:1], queries, "==", False)))
 
 
+@pytest.mark.parametrize("kind", ["int", "big int", "bool", "str", "float"])
+def test_a_histograms_width_of_one_column_against_itself(kind: str) -> None:
+    """select(x, x, ==) passes one array as keys and queries, which are numbered once (in
+    place): the same counts as the selector, for a short value range (a table), a wide one
+    (sorted pairs), bools, strings, and floats (which keep the selector)."""
+    import numpy as np
+
+    from rasp_sim.evaluation.attention import row_counts, select
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 5, size=(60, 40))
+    column = {"int": codes - 2, "big int": np.array([-2**62, 7, 2**62, 2**40, 8])[codes],
+              "bool": codes > 2, "str": np.array(["a", "b", "é", "ab", ""])[codes],
+              "float": np.where(codes == 4, np.nan, codes * 0.5)}[kind]
+    for batch in (column, column[:1]):
+        kept = batch.copy()
+        want = row_counts(select(batch, batch, "==", False))
+        assert np.array_equal(fusion._equal_width(batch, batch, False), want)
+        assert np.array_equal(batch, kept, equal_nan=kind == "float")  # the input unchanged
+
+
 @pytest.mark.parametrize("kind", ["int", "uint8", "bool", "str", "float"])
 def test_the_sort_selectors_width_is_each_keys_stable_rank(kind: str) -> None:
     """Long inputs with many ties (NumPy sorts short rows by insertion, stable anyway):

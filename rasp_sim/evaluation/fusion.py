@@ -118,9 +118,13 @@ def _equal_width(keys: Any, queries: Any, exact: bool) -> np.ndarray:
     key_codes, query_codes, size = codes
     rows, n = key_codes.shape
     batch = max(rows, query_codes.shape[0])
-    key_slots = np.arange(rows)[:, None] * size + key_codes
-    query_slots = np.broadcast_to(query_codes, (batch, n)) + (
-        np.arange(batch)[:, None] * size if rows > 1 else 0)
+    offsets = (np.arange(batch) * size)[:, None] if rows > 1 else 0
+    # each (input, value) pair's number; the codes are fresh int64 arrays, numbered in
+    # place, and a histogram's select(tokens, tokens, ==) asks of its keys themselves
+    key_slots = key_codes
+    key_slots += offsets
+    query_slots = key_slots if query_codes is key_codes else (
+        np.broadcast_to(query_codes, (batch, n)) + offsets)
     if rows * size <= 4 * key_codes.size + (1 << 16):
         return np.bincount(key_slots.reshape(-1), minlength=rows * size)[query_slots]
     slots, counts = np.unique(key_slots, return_counts=True)
@@ -133,25 +137,32 @@ def _equality_codes(keys: Any, queries: Any) -> tuple[np.ndarray, np.ndarray, in
     values are ==: the values less the smallest where they span a short range, else their
     ranks among the distinct values; None for values whose == is not that of integer
     codes (floats, where nan != nan; objects and mixed columns; strings against numbers,
-    which the selector compares)."""
+    which the selector compares). The codes are new int64 arrays, one for both where the
+    keys and queries are one column."""
+    same = keys is queries
     kinds = {getattr(keys, "dtype", np.dtype(object)).kind,
              getattr(queries, "dtype", np.dtype(object)).kind}
     if kinds == {"U"}:
         keys, queries = _string_ranks(keys, queries)
     elif not kinds <= {"b", "i"}:
         return None
-    keys, queries = keys.astype(np.int64), queries.astype(np.int64)
     if not (keys.size and queries.size):
         return None
-    low = min(int(keys.min()), int(queries.min()))
-    size = max(int(keys.max()), int(queries.max())) - low + 1
+    columns = (keys,) if same else (keys, queries)
+    low = min(int(column.min()) for column in columns)
+    size = max(int(column.max()) for column in columns) - low + 1
     if size <= 4 * keys.shape[-1] + 256:
-        return keys - low, queries - low, size
-    values, codes = np.unique(np.concatenate([keys.reshape(-1), queries.reshape(-1)]),
-                              return_inverse=True)
-    codes = codes.reshape(-1)
-    return (codes[:keys.size].reshape(keys.shape), codes[keys.size:].reshape(queries.shape),
-            len(values))
+        # bools as bytes: NumPy has no boolean subtraction
+        shifted = [np.subtract(c.view(np.uint8) if c.dtype.kind == "b" else c, np.int64(low),
+                               dtype=np.int64) for c in columns]
+    else:
+        values, ranks = np.unique(np.concatenate([c.reshape(-1) for c in columns]),
+                                  return_inverse=True)
+        size, ranks = len(values), ranks.reshape(-1)
+        shifted = [ranks[:keys.size].reshape(keys.shape)]
+        if not same:
+            shifted.append(ranks[keys.size:].reshape(queries.shape))
+    return shifted[0], shifted[-1], size
 
 
 def _before_width(keys: Any, exact: bool) -> np.ndarray:
