@@ -811,3 +811,17 @@ def test_evaluate_defined_keeps_exactly_the_inputs_the_program_is_defined_on(nam
         return [type(a) for v in row for a in (v if isinstance(v, list) else [v])]
     for i, row in zip(defined.tolist(), got):
         assert row == expected[i] and types(row) == types(expected[i])
+
+
+def test_a_program_evaluated_again_is_planned_once():
+    from rasp_sim import evaluate as ev
+    from rasp_sim.interpreter import Interpreter
+
+    interpreter = Interpreter()
+    interpreter.run_source("y = sort(tokens, tokens);\n", "<plan>")
+    root = interpreter.lookup("y")
+    first = ev.evaluate_batch([root], ["cab", "bca"])[root]
+    hits = ev._plan.cache_info().hits
+    again = ev.evaluate_batch([root], ["cab", "bca"])[root]
+    assert ev._plan.cache_info().hits == hits + 1
+    assert first.tolist() == again.tolist() == [["a", "b", "c"]] * 2
