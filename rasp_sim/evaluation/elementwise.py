@@ -10,8 +10,10 @@ the two agree element by element, types included). Cases routed to the generic p
   operand beyond 2^53 (NumPy would round the operands before dividing), any int `/` in
   exact mode (a Fraction);
 - int `^` with a negative exponent (a float, or a Fraction in exact mode), and every
-  float `^`, `exp`, `log`: NumPy may use its own SIMD transcendental functions, which are
-  not always bit-equal to the C library's that Python calls;
+  float `^`: NumPy may use its own SIMD transcendental functions, which are not always
+  bit-equal to the C library's that Python calls (`exp` and `log` therefore call Python's
+  math.exp and math.log element by element, but from and to float64 arrays, with no
+  object arrays; out of their domain they go to the generic path, which raises);
 - comparisons between ints beyond 2^53 and floats (Python compares exactly);
 - `round` of non-finite floats or floats beyond int64; mixed-type rows (object arrays).
 
@@ -164,7 +166,25 @@ def _fast_unary(op: str, x: Any, exact: bool) -> Any:
         if np.any(xf < 0):
             return None  # math domain error, raised by the generic path
         return np.sqrt(xf)
-    return None  # exp, log: see the module docstring
+    if op in ("exp", "log") and not exact:
+        return _each_float(math.exp if op == "exp" else math.log, x, kind)
+    return None
+
+
+def _each_float(fn: Callable[[float], float], x: np.ndarray, kind: str) -> np.ndarray | None:
+    """`fn` (math.exp, math.log: the C library's, as Python calls it) on every element,
+    from a float64 array straight to one: NumPy's np.exp and np.log may run SIMD code that
+    is not bit-equal to the C library's (the module docstring), and an object array per
+    element cost 10x more. None where an int would not convert exactly or an element is
+    outside the domain (the generic path then raises the program's error)."""
+    if kind == "i" and max_abs(x) > FLOAT_EXACT_INT:
+        return None
+    try:
+        out = np.fromiter(map(fn, x.astype(np.float64).ravel().tolist()), dtype=np.float64,
+                          count=x.size)
+    except (OverflowError, ValueError):
+        return None
+    return out.reshape(x.shape)
 
 
 def _or_float_view(x: Any) -> Any:
