@@ -253,11 +253,13 @@ def _ordered_sums(sel: np.ndarray, values: np.ndarray) -> np.ndarray:
     multi = np.flatnonzero(counts >= 2)
     multi = multi[np.argsort(-counts[multi], kind="stable")]  # widest first: step j adds
     active = np.searchsorted(-counts[multi], -np.arange(width), side="left")  # to a prefix
-    partial = np.zeros((values.shape[0], len(multi)))
+    # keys-major, so each step gathers and adds whole contiguous rows (3x the columns)
+    by_key = np.ascontiguousarray(values.T)
+    partial = np.zeros((len(multi), values.shape[0]))
     for j in range(width):
-        partial[:, :active[j]] += values[:, keys[multi[:active[j]], j]]
+        partial[:active[j]] += by_key[keys[multi[:active[j]], j]]
     sums = np.zeros((values.shape[0], sel.shape[0]))
-    sums[:, multi] = partial
+    sums[:, multi] = partial.T
     return sums
 
 
