@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .planned_products import RightProduct, distinct_pairs, shared_pattern_values
+from .planned_products import (RightProduct, distinct_labels, distinct_pairs,
+                               shared_pattern_values)
 from .weights import (AttentionBlock, AttentionHead, LayerNorm, Matrix, MLPBlock, SparseMatrix,
                       Transformer, WeightsError, as_dense)
 
@@ -782,12 +783,8 @@ class _Plan:
             return None
         assert self.embedding_table is not None  # _table_rows checked it
         table = self.embedding_table.reshape(-1, self.embedding_table.shape[-1])
-        present = np.zeros(len(table), dtype=bool)  # np.unique's answer without its sort
-        present[rows] = True
-        used = np.flatnonzero(present)
-        number = np.empty(len(table), dtype=np.intp)
-        number[used] = np.arange(used.size)
-        return _DistinctRows(np.take(table, used, axis=0), number[rows])
+        used, number = distinct_labels(rows, len(table))
+        return _DistinctRows(np.take(table, used, axis=0), number)
 
     def fixed_columns(self, inputs: Array) -> np.ndarray | None:
         """Per residual column of the model: whether its value at each position is the same

@@ -128,9 +128,16 @@ def distinct_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if pending.size:
         _, first, inverse = np.unique(keys[pending], return_index=True, return_inverse=True)
         representative[pending] = pending[first][inverse.reshape(-1)]
-    is_first = np.zeros(size, dtype=bool)
-    is_first[representative] = True
-    first = np.flatnonzero(is_first)
+    return distinct_labels(representative, size)
+
+
+def distinct_labels(labels: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(used, numbers) of integer labels in range(size): the labels that occur, ascending,
+    and each label's place among them (np.unique's answer and inverse), from a presence
+    table instead of a sort."""
+    present = np.zeros(size, dtype=bool)
+    present[labels] = True
+    used = np.flatnonzero(present)
     number = np.empty(size, dtype=np.intp)
-    number[first] = np.arange(first.size)
-    return first, number[representative]
+    number[used] = np.arange(used.size)
+    return used, number[labels]
