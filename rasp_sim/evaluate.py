@@ -61,6 +61,8 @@ DEFAULT_MEMORY_LIMIT = 4 * 2**30
 # Chunks are also kept near this size even under a high limit: NumPy's large temporaries
 # cost page faults and memory traffic, and measured throughput is best around here.
 _WORKING_SET_BYTES = 32 * 2**20
+# Strings' tokens as the engine holds them, one character an element (`_tokens`).
+_CHARACTERS = np.dtype("U1")
 
 
 # --------------------------------------------------------------------------- public API
@@ -315,11 +317,11 @@ def _temporary_bytes(node: graph.Node, n: int, plan: _Plan) -> int:
 def _length_groups(inputs: Sequence[Any] | np.ndarray,
                    first_index: int) -> Iterator[tuple[list[int], Any]]:
     """The inputs by length: (positions in `inputs`, the group's rows as `_run_group` takes
-    them) per length, each group stacked only when its turn comes. A non-empty int64 or
-    float64 matrix (e.g. a file of integer or float lists read in bulk) is one group
-    already, taken whole without per-input work."""
+    them) per length, each group stacked only when its turn comes. A non-empty int64,
+    float64 or one-character string matrix (e.g. a file of integer or float lists read in
+    bulk) is one group already, taken whole without per-input work."""
     if (isinstance(inputs, np.ndarray) and inputs.ndim == 2
-            and inputs.dtype in (np.int64, np.float64) and inputs.size > 0):
+            and inputs.dtype in (np.int64, np.float64, _CHARACTERS) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
     rows = _as_inputs(inputs, first_index)
@@ -505,6 +507,8 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
             return rows.astype(np.int64)
         if kind in ("asis", "float") and rows.dtype.kind == "f" and not exact:
             return rows.astype(np.float64)
+        if kind in ("asis", "str") and rows.dtype == _CHARACTERS and (rows != "").all():
+            return rows  # what the joined strings below give (an element "" may be "\0")
         rows = rows.tolist()
     if kind in ("asis", "str") and set(map(type, rows)) == {str}:
         text = "".join(rows)

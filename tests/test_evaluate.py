@@ -637,6 +637,31 @@ def test_evaluate_batch_returns_arrays():
         evaluate_batch([node], [[1], [1, 2]])
 
 
+@pytest.mark.parametrize("source", ["same = select(tokens, tokens, ==); y = selector_width(same);",
+                                    "y = sort(tokens, tokens);", "y = tokens + \"!\";",
+                                    "y = aggregate(select(indices, length - indices - 1, ==), tokens);",
+                                    "y = tokens_int;"])
+@pytest.mark.parametrize("rows", [["abca", "hhha", "zay4"], ["ab\0c", "abcd"], ["12", "34"]])
+def test_an_array_of_characters_gives_what_its_rows_as_lists_give(source, rows, monkeypatch):
+    # A NumPy array of characters, one input a row, is taken whole (no element-wise
+    # conversion) and gives what its rows as lists of strings give; an element "" (NumPy's
+    # "\0") goes the element-wise way.
+    from rasp_sim.interpreter import Interpreter
+
+    interpreter = Interpreter()
+    interpreter.run_source(source, "<test>")
+    root = interpreter.lookup("y")
+    array = np.array([list(x) for x in rows])
+    as_lists = outcome(lambda: evaluate_batch([root], array.tolist())[root].tolist())
+    converted = []
+    convert = sem.convert_token
+    monkeypatch.setattr(sem, "convert_token", lambda *a, **k: converted.append(a) or convert(*a, **k))
+    assert outcome(lambda: evaluate_batch([root], array)[root].tolist()) == as_lists
+    assert bool(converted) == ("tokens_int" in source or "\0" in "".join(rows))
+    assert outcome(lambda: evaluate([root], array)) == outcome(
+        lambda: evaluate([root], array.tolist()))
+
+
 @FAST
 @given(aggregations({"int": SMALL_INTS}), st.sampled_from([*BINARY_OPS, "round"]), st.sampled_from([3, 0.5]))
 def test_ops_on_mixed_aggregate_results_match_semantics(data, op, c):
