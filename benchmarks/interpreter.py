@@ -137,13 +137,14 @@ def random_int_batch(rng: random.Random, n: int, size: int) -> list[list[int]]:
     return [[rng.randrange(len(ALPHABET)) for _ in range(n)] for _ in range(size)]
 
 
-def cli_outputs(batch: list[list[int]], folder: Path) -> tuple[list[list[Any]], float]:
-    """`rasp-sim run examples/sort.rasp --inputs FILE --json` on `batch`, as a user runs
-    it (a fresh process: start-up, reading, evaluating, printing): its outputs and the
-    CPU seconds it took."""
+def cli_outputs(batch: list[list[Any]], folder: Path,
+                program: Path = CLI_PROGRAM) -> tuple[list[list[Any]], float]:
+    """`rasp-sim run PROGRAM --inputs FILE --json` on `batch`, as a user runs it (a fresh
+    process: start-up, reading, evaluating, printing): its outputs and the CPU seconds it
+    took."""
     inputs = folder / "inputs.txt"
     inputs.write_text("".join(json.dumps(x) + "\n" for x in batch))
-    command = [sys.executable, "-m", "rasp_sim", "run", str(CLI_PROGRAM), "--inputs",
+    command = [sys.executable, "-m", "rasp_sim", "run", str(program), "--inputs",
                str(inputs), "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     # cwd: outside the repository, whose rasp_sim/ folder would shadow the installed one
@@ -199,6 +200,50 @@ def cli_startup_seconds(rng: random.Random, repeats: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
         return min(cli_outputs(random_int_batch(rng, 64, 1), Path(folder))[1]
                    for _ in range(repeats))
+
+
+@dataclass(frozen=True)
+class FloatCliRow:
+    """`rasp-sim run` on a file of float layouts beyond its start-up, vs the engine."""
+    name: str
+    inputs: int
+    beyond_startup_rate: float  # inputs per CPU second of the CLI, start-up taken off
+    engine_rate: float
+    problem: str | None  # a mismatch of the CLI's outputs with the engine's, if any
+
+    def line(self) -> str:
+        return (f"{self.name:14} {self.inputs:>8,} {self.beyond_startup_rate:>17,.0f} "
+                f"{self.engine_rate:>13,.0f} {self.beyond_startup_rate / self.engine_rate:>11.2f}")
+
+
+def float_cli_row(name: str, size: int, repeats: int) -> FloatCliRow:
+    """`rasp-sim run --inputs FILE --json` on `size` random layouts of the library
+    construction `name` (floats with 3 decimals, as a user's file might hold), beside
+    `evaluate_batch` of the same program on the layouts as one float64 array: the CLI's
+    CPU seconds less its start-up (the same command on one layout), best of `repeats`."""
+    source, n = LIBRARY[name]
+    rng = np.random.default_rng(1)
+    layouts = np.round(rng.uniform(-10, 10, (size, n)), 3)
+    interpreter = Interpreter()
+    interpreter.run_source(source, f"<{name}>")
+    root = interpreter.lookup("y")
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "construction.rasp"
+        program.write_text(source)
+        one = Path(folder) / "one"
+        one.mkdir()
+        startup = min(cli_outputs(layouts[:1].tolist(), one, program)[1]
+                      for _ in range(repeats))
+        runs = [cli_outputs(layouts.tolist(), Path(folder), program) for _ in range(repeats)]
+    outputs, seconds = runs[0][0], min(run_seconds for _, run_seconds in runs)
+    engine_seconds = interleaved_medians(
+        {"engine": lambda: cpu_seconds(lambda: evaluate_batch([root], layouts))}, repeats)
+    engine = evaluate_batch([root], layouts)[root].tolist()
+    problem = (None if outputs == engine else
+               f"{name}: the CLI's outputs differ from evaluate_batch's")
+    return FloatCliRow(name, size, size / max(seconds - startup, 1e-6),
+                       size / engine_seconds["engine"],
+                       problem)
 
 
 # ----------------------------------------------------------------------- tracr programs
@@ -422,6 +467,15 @@ def main() -> int:
     print(f"CLI start-up (the command on a file of one input): {startup:.3f} s; beyond it, on "
           f"{largest.inputs:,} inputs: {beyond:,.0f} seq/s, {beyond / largest.engine_rate:.2f} "
           "of the engine")
+    floats = float_cli_row("matmul 4x4x4", 10 * batch_size, cli_repeats)
+    print(f"\nthe CLI on float layouts: `rasp-sim run PROGRAM --inputs FILE --json` on "
+          f"{floats.inputs:,} random layouts of matmul 4x4x4 (32 floats each), CPU seconds "
+          f"less its start-up (best of {cli_repeats}), vs the engine on one float64 array")
+    print(f"{'construction':14} {'inputs':>8} {'CLI seq/s beyond':>17} {'engine seq/s':>13} "
+          f"{'CLI/engine':>11}")
+    print(floats.line(), flush=True)
+    if floats.problem:
+        mismatches.append(floats.problem)
     if args.markdown:
         print("\n| program | n | rasp-sim seq/s | tracr seq/s | original seq/s | vs tracr | "
               "vs original |\n|---|---|---|---|---|---|---|")

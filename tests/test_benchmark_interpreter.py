@@ -85,6 +85,13 @@ def test_cli_row_runs_the_real_cli_and_agrees():
     assert 0 < bench.cli_startup_seconds(random.Random(6), repeats=1)
 
 
+def test_float_cli_row_runs_the_real_cli_on_float_layouts_and_agrees():
+    row = bench.float_cli_row("matmul 4x4x4", size=30, repeats=1)
+    assert row.problem is None
+    assert row.inputs == 30 and row.engine_rate > 0
+    assert row.line().split()[:3] == ["matmul", "4x4x4", "30"]
+
+
 # ------------------------------------------------- the constructions in tracr and the original
 
 def _construction(name: str):
