@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         default="ci",
                         help="ci: one short run per task; small: every backbone x 3 seeds "
                         "(measured: 33 minutes on 2 CPU cores with --workers 2); medium: small "
-                        "x 4 steps, and k-hop at max_hops 4 with one seed (3.7 h of measured "
-                        "runs: about 2 h on 2 CPU cores with --workers 2); long: Dyck-1 S-A "
+                        "trained longer (Dyck-1 8x its steps, k-hop 4x), and k-hop at max_hops "
+                        "4 with one seed (measured on 2 CPU cores with --workers 2: Dyck-1 22 "
+                        "minutes, k-hop 2 h 15 min); long: Dyck-1 S-A "
                         "and R-A at 2x medium's steps, k-hop S-RL and R-RL for 30,000 steps "
                         "(measured: 77 minutes a k-hop run on 2 shared CPU cores); paper: the "
                         "precursors' settings "

@@ -53,8 +53,8 @@ def test_one_rate_per_setting_measured_on_its_costliest_backbone(monkeypatch):
     assert measured == ["R-RLM"]
     assert [(e.config.variant, e.runs) for e in estimates] == [("S-A", 3), ("R-RLM", 3)]
     s_a = estimates[0]
-    assert s_a.run_seconds == pytest.approx(s_a.flops_per_step / 1e9 * 2000)
+    assert s_a.run_seconds == pytest.approx(s_a.flops_per_step / 1e9 * 4000)
     text = cost.describe(estimates)
-    assert "| dyck1 H=4 L=2 k=2 c=2 | S-A | 3 | 2,000 | 32 |" in text
+    assert "| dyck1 H=4 L=2 k=2 c=2 | S-A | 3 | 4,000 | 32 |" in text
     total = sum(e.run_seconds * e.runs for e in estimates) / 3600
     assert f"estimated: {total:.1f} CPU hours for 6 runs" in text
