@@ -154,3 +154,16 @@ def test_every_construction_in_the_original_gives_rasp_sims_values(name):
         assert bench._close(ours, original.run(program, batch.tolist())[0])
     finally:
         original.close()
+
+
+def test_sort_floor_runs_and_checks_its_kernel(monkeypatch, capsys):
+    # benchmarks/sort_floor.py on 40 inputs: it runs, and where numba is installed its
+    # kernel's output is checked against NumPy's stable order (exit 1 if they differ).
+    import sort_floor
+
+    monkeypatch.setattr(sort_floor, "INPUTS", 40)
+    assert sort_floor.main() == 0
+    out = capsys.readouterr().out
+    assert "floor with NumPy" in out and "DRAM bound" in out
+    with pytest.raises(ValueError):
+        sort_floor.inputs_checked_and_joined(["ab", "abc"])
