@@ -16,7 +16,7 @@
   small sizes continued to 4,000 steps: 86.6%, from 71.0% at 500) gained from steps alone.
   Dyck-1 was 2,000 steps until the training shortcuts (shortcuts.py) made its steps 2.4-3
   times cheaper; 2,000 left S-A and R-A short of 95% (90.3% and 93.1%), and doubling them
-  (the long budget of the time) passed it, so medium spends the time saved on them.
+  (the long budget of the time) passed it, so medium spends the time saved on steps.
   One seed at max_hops = 4 keeps k-hop near two hours: its runs with MLPs (S-RLM, R-RLM,
   F) take about 1,000-1,300 s each, so three seeds of every backbone (63 runs) come to
   about 3 h 20 min; the five backbones we ran there with two or three seeds varied by at
