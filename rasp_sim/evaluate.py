@@ -122,6 +122,8 @@ def evaluate_batch(
     if lengths is not None and len(lengths) == 1:
         rows: Any = list(batch)
     else:
+        if isinstance(batch, np.ndarray) and batch.ndim == 2 and batch.size == 0 and len(batch):
+            raise _empty_input(0)  # rows of no positions
         rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
         if len(set(map(len, rows))) > 1:
             raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for "
@@ -362,8 +364,12 @@ def _as_input(x: Any, i: int) -> Sequence[Any]:
         except TypeError:
             raise RaspTypeError(f"input {i} is not a sequence: {short_repr(x, 60)}") from None
     if len(x) == 0:
-        raise RaspTypeError(f"input {i} is empty: inputs must be non-empty sequences")
+        raise _empty_input(i)
     return x
+
+
+def _empty_input(i: int) -> RaspTypeError:
+    return RaspTypeError(f"input {i} is empty: inputs must be non-empty sequences")
 
 
 def _group_rows(rows: list) -> Any:

@@ -63,8 +63,8 @@ class Program:
                   memory_limit: int = DEFAULT_MEMORY_LIMIT) -> np.ndarray:
         """The vectorised path: `name`'s values on a batch of equal-length inputs (a 2-D
         array or a list), as one array: (batch, n) for an s-op (dtype int64, float64,
-        bool, or object for strings, mixed columns and exact Fractions), (batch, n, n)
-        bool for a selector."""
+        bool, NumPy strings for strings, or object for mixed columns and exact Fractions),
+        (batch, n, n) bool for a selector."""
         node = self.node(name)[1]
         if isinstance(batch, np.ndarray) and batch.ndim != 2:
             raise RaspTypeError(f"run_batch takes a 2-D batch (inputs x positions), got an "

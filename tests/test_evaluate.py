@@ -578,6 +578,11 @@ def test_empty_and_non_sequence_inputs_are_rejected():
         evaluate([T], [[1], []])
     with pytest.raises(RaspTypeError, match="input 0 is not a sequence"):
         evaluate([T], [5])
+    for dtype in (np.int64, np.float64, "U1"):  # a batch of rows of no positions
+        with pytest.raises(RaspTypeError, match="input 0 is empty"):
+            evaluate_batch([T], np.empty((2, 0), dtype=dtype))
+        with pytest.raises(RaspTypeError, match="input 0 is empty"):
+            evaluate([T], np.empty((2, 0), dtype=dtype))
 
 
 # ---------------------------------------------------------------------- batches, memory
