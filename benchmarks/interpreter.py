@@ -201,9 +201,14 @@ def cli_row(batch: list[list[int]], sample_size: int, repeats: int) -> CliRow:
 
 def cli_startup_seconds(rng: random.Random, repeats: int) -> float:
     """The CLI's fixed cost: the same command on a file of one input (best of repeats)."""
+    return _best_cli_seconds(random_int_batch(rng, 64, 1), repeats)
+
+
+def _best_cli_seconds(batch: list[list[Any]], repeats: int,
+                      program: Path = CLI_PROGRAM) -> float:
+    """The CLI's CPU seconds on `batch`, best of `repeats` runs."""
     with tempfile.TemporaryDirectory() as folder:
-        return min(cli_outputs(random_int_batch(rng, 64, 1), Path(folder))[1]
-                   for _ in range(repeats))
+        return min(cli_outputs(batch, Path(folder), program)[1] for _ in range(repeats))
 
 
 @dataclass(frozen=True)
@@ -241,10 +246,7 @@ def float_cli_row(name: str, size: int, repeats: int) -> FloatCliRow:
     with tempfile.TemporaryDirectory() as folder:
         program = Path(folder) / "construction.rasp"
         program.write_text(source)
-        one = Path(folder) / "one"
-        one.mkdir()
-        startup = min(cli_outputs(layouts[:1].tolist(), one, program)[1]
-                      for _ in range(repeats))
+        startup = _best_cli_seconds(layouts[:1].tolist(), repeats, program)
         runs = [cli_outputs(layouts.tolist(), Path(folder), program) for _ in range(repeats)]
     outputs, seconds = runs[0][0], min(run_seconds for _, run_seconds in runs)
     column = evaluate_batch([root], layouts)[root]

@@ -28,7 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from rasp_sim.evaluate import traffic_bytes  # noqa: E402
+from rasp_sim.evaluate import _string_lengths, _tokens, traffic_bytes  # noqa: E402
 from rasp_sim.freed_memory import keep_freed_memory  # noqa: E402
 from rasp_sim.interpreter import Interpreter  # noqa: E402
 
@@ -49,9 +49,13 @@ def us_per_input(work: Callable[[], object], repeats: int = 15) -> float:
 
 
 def inputs_checked_and_joined(batch: list[str]) -> np.ndarray:
-    if set(map(type, batch)) != {str} or len(set(map(len, batch))) != 1:
+    """What `evaluate_batch` does with a list of strings, by the engine's own code: every
+    input checked to be a non-empty string, of one length, then all joined into one array
+    of characters."""
+    lengths = _string_lengths(batch)
+    if lengths is None or len(lengths) != 1:
         raise ValueError("not strings of one length")
-    return np.array(["".join(batch)]).view("U1").reshape(len(batch), -1)
+    return _tokens(batch, "str", exact=False)
 
 
 def counting_sort_kernel() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:

@@ -122,7 +122,7 @@ def evaluate_batch(
     if lengths is not None and len(lengths) == 1:
         rows: Any = list(batch)
     else:
-        if isinstance(batch, np.ndarray) and batch.ndim == 2 and batch.size == 0 and len(batch):
+        if isinstance(batch, np.ndarray) and batch.ndim == 2 and len(batch) and not batch.shape[1]:
             raise _empty_input(0)  # rows of no positions
         rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
         if len(set(map(len, rows))) > 1:
