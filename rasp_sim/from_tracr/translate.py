@@ -1,0 +1,377 @@
+"""A tracr RASP expression as RASP source text (docs/tracr.md).
+
+One walk over tracr's graph, children first. Each tracr s-op becomes one statement named
+after its label; each opaque Python function (a Map's, a SequenceMap's, a Select's
+predicate) is tabulated over the values that can reach it (`columns.Column`), so the text
+is plain RASP that `rasp-sim run` runs and `rasp-sim compile` lowers:
+
+| tracr | RASP |
+|---|---|
+| tokens, indices, length | `tokens_asis`, `indices`, `length` |
+| Full(c), a Map or SequenceMap of constants | the atom c (RASP lifts atoms) |
+| Map(f, x) | `{x0: f(x0), ...}[x]` |
+| SequenceMap(f, x, y) | `{0: f(x0, y0), 1: f(x0, y1), ...}[code]`, code = `{..}[x] * |Y| + {..}[y]` |
+| LinearSequenceMap(x, y, a, b) | `a * x + b * y` over numbers |
+| Select(k, q, predicate) | `select(k, q, op)` (selects.py) |
+| SelectorAnd/Or/Not | `a and b`, `a or b`, `not a` |
+| SelectorWidth(s) | `selector_width(s)` |
+| Aggregate(s, x, default) | `aggregate(s, x, default)`; bools averaged as `indicator(x)` |
+| ConstantSOp(v) | `[v0, v1, ...][indices]` |
+
+tracr's encodings (numerical, categorical) do not change what `rasp.evaluate` computes,
+and rasp-sim's compiler chooses its own, so they are recorded in comments only.
+"""
+from __future__ import annotations
+
+import itertools
+import keyword
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from tracr.rasp import rasp
+
+from .columns import (Column, Unconvertible, atom, column, literal, lookup_text, means,
+                      sort_key, stand_in)
+from .selects import COMPARISONS, relation, select_text
+
+# Names a program's top level cannot bind (the base environment and the standard
+# library, docs/language.md) or that the grammar reserves.
+_RESERVED = frozenset({
+    "tokens", "tokens_asis", "tokens_str", "tokens_int", "tokens_float", "tokens_bool",
+    "indices", "length", "out", "True", "False", "full_s", "selector_width", "has_focus",
+    "count", "contains", "max", "min", "average", "load_from_location", "shift",
+    "mark_first_instance", "mark_last_instance", "select_from_first", "select_from_last",
+    "sort", "select_next_identical", "select", "aggregate", "sum", "exp", "log", "sqrt",
+    "abs", "range", "zip", "len", "indicator", "round", "def", "return", "if", "else",
+    "for", "in", "load", "and", "or", "not", "draw", "set", "show", "exit", "quit",
+    "example", "examples", "selector", "assert", "on", "off", "a",
+})
+
+
+@dataclass(frozen=True)
+class Translation:
+    text: str  # the RASP program
+    names: dict[str, str]  # tracr label -> the name its statement binds
+    output: str  # the name of the program's result (the last statement)
+    notes: tuple[str, ...]  # what the reader should know (values left out of tables)
+
+
+@dataclass(frozen=True)
+class _Value:
+    text: str  # a name, or an atom's literal for a constant
+    column: Column
+    constant: bool = False
+    fill: Any = None  # the atom, for a constant
+
+
+def translate(sop: rasp.SOp, vocab: Sequence[Any], max_seq_len: int) -> Translation:
+    """`sop` as RASP text over tokens in `vocab` and lengths 1..max_seq_len."""
+    if not isinstance(sop, rasp.SOp):
+        raise Unconvertible(f"from_tracr takes a tracr s-op (rasp.SOp), not "
+                            f"{type(sop).__name__}")
+    writer = _Writer(vocab, max_seq_len)
+    value = writer.sop(sop)
+    if value.column.objects is not None:
+        raise Unconvertible(f"{sop.label}: the program's values are tuples "
+                            f"({value.column.objects[0]!r}, ...), not atoms")
+    if value.constant:  # a program's result must be an s-op: spread the atom over positions
+        name = writer.bind(sop, f"{literal(value.fill)} if indices == indices else "
+                                f"{literal(value.fill)}", "a constant")
+        value = _Value(name, value.column)
+    elif value.text in ("tokens_asis", "indices", "length"):  # a base value: bind its label
+        value = _Value(writer.bind(sop, value.text, type(sop).__name__), value.column)
+    header = [
+        "# Converted from a tracr RASP program by rasp-sim (docs/tracr.md): tokens are",
+        f"# {_short(sorted(writer.vocab, key=sort_key))}, lengths 1..{max_seq_len}. "
+        "Opaque Python functions are tabulated over",
+        "# the values that can reach them; tracr's None is held by a stand-in value.",
+        "",
+    ]
+    return Translation("\n".join(header + writer.lines) + "\n", dict(writer.names),
+                       value.text, tuple(writer.notes))
+
+
+def _short(values: list) -> str:
+    shown = ", ".join(map(literal, values[:12]))
+    return f"[{shown}{', ...' if len(values) > 12 else ''}]"
+
+
+def _where(f: Callable[..., Any]) -> str:
+    """Where a Python function was defined, for messages: 'lambda at case_1.py:97'."""
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return getattr(f, "__name__", type(f).__name__)
+    return f"{code.co_name} at {code.co_filename}:{code.co_firstlineno}"
+
+
+class _Writer:
+    def __init__(self, vocab: Sequence[Any], max_seq_len: int):
+        if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 1:
+            raise Unconvertible(f"max_seq_len must be a positive int, not {max_seq_len!r}")
+        self.vocab = frozenset(atom(v, "tokens", "the vocabulary") for v in vocab)
+        if not self.vocab:
+            raise Unconvertible("the vocabulary is empty")
+        self.max_len = max_seq_len
+        self.lines: list[str] = []
+        self.names: dict[str, str] = {}
+        self.taken: set[str] = set(_RESERVED)
+        self.notes: list[str] = []
+        self.memo: dict[int, _Value] = {}
+        self.selectors: dict[int, str] = {}
+
+    # ---------------------------------------------------------------- naming and text
+    def bind(self, expr: rasp.RASPExpr, text: str, comment: str) -> str:
+        """A statement `name = text;` for `expr`, named after its tracr label."""
+        label = expr.label
+        name = re.sub(r"\W", "_", label, flags=re.ASCII) or "s"
+        if name[0].isdigit():
+            name = "s_" + name
+        if name in self.taken or keyword.iskeyword(name):
+            name += "_"
+        base, suffix = name, 1
+        while name in self.taken:
+            suffix += 1
+            name = f"{base}{suffix}"
+        self.taken.add(name)
+        self.names[label] = name
+        self.lines.append(f"# {label}: {comment}")
+        self.lines.append(f"{name} = {text};")
+        return name
+
+    def helper(self, owner: str, part: str, text: str) -> str:
+        name, suffix = f"_{owner}_{part}", 1
+        while name in self.taken:
+            suffix += 1
+            name = f"_{owner}_{part}{suffix}"
+        self.taken.add(name)
+        self.lines.append(f"{name} = {text};")
+        return name
+
+    # ------------------------------------------------------------------------- s-ops
+    def sop(self, expr: rasp.SOp) -> _Value:
+        # iterative children-first walk: tracr programs can be deep
+        order = [e for e in _post_order(expr) if isinstance(e, rasp.SOp)]
+        for node in order:
+            if id(node) not in self.memo:
+                self.memo[id(node)] = self._convert(node)
+        return self.memo[id(expr)]
+
+    def _convert(self, expr: rasp.SOp) -> _Value:
+        label = expr.label
+        encoding = rasp.get_encoding(expr).value
+        if isinstance(expr, rasp.TokensType):
+            return _Value("tokens_asis", column("tokens", self.vocab))
+        if isinstance(expr, rasp.IndicesType):
+            return _Value("indices", column("indices", range(self.max_len)))
+        if isinstance(expr, rasp.LengthType):
+            return _Value("length", column("length", range(1, self.max_len + 1)))
+        if isinstance(expr, rasp.Full):
+            if expr.fill is None:
+                raise Unconvertible(f"{label}: Full(None) has no value at any position")
+            fill = atom(expr.fill, label, "Full")
+            return _Value(literal(fill), column(label, [fill]), True, fill)
+        if isinstance(expr, rasp.ConstantSOp):
+            values = [atom(v, label, "ConstantSOp") for v in expr.value]
+            table = ", ".join(map(literal, values))
+            return _Value(self.bind(expr, f"[{table}][indices]", "ConstantSOp"),
+                          column(label, values))
+        if isinstance(expr, rasp.LinearSequenceMap) and self._numeric(expr.fst, expr.snd):
+            return self._linear(expr, encoding)
+        if isinstance(expr, rasp.Map):
+            return self._map(expr, [expr.inner], expr.f, encoding)
+        if isinstance(expr, rasp.SequenceMap):
+            return self._map(expr, [expr.fst, expr.snd], expr.f, encoding)
+        if isinstance(expr, rasp.SelectorWidth):
+            name = self.bind(expr, f"selector_width({self.selector(expr.selector)})",
+                             "SelectorWidth")
+            return _Value(name, column(label, range(self.max_len + 1)))
+        if isinstance(expr, rasp.Aggregate):
+            return self._aggregate(expr, encoding)
+        raise Unconvertible(f"{label}: rasp-sim does not know the tracr s-op "
+                            f"{type(expr).__name__}")
+
+    def _numeric(self, *exprs: rasp.SOp) -> bool:
+        return all(self.memo[id(e)].column.is_numeric for e in exprs)
+
+    def _linear(self, expr: rasp.LinearSequenceMap, encoding: str) -> _Value:
+        fst, snd = self.memo[id(expr.fst)], self.memo[id(expr.snd)]
+        nullable = fst.column.nulls or snd.column.nulls
+        real = {expr.f(x, y) for x in fst.column.real for y in snd.column.real}
+        out = column(expr.label, real)
+        if nullable:  # arithmetic on a stand-in is a number, not tracr's None: map it
+            return self._map(expr, [expr.fst, expr.snd], expr.f, encoding)
+        text = (f"({literal(expr.fst_fac)} * {fst.text}) + "
+                f"({literal(expr.snd_fac)} * {snd.text})")
+        if fst.constant and snd.constant:
+            value = atom(expr.f(fst.fill, snd.fill), expr.label, "LinearSequenceMap")
+            return _Value(literal(value), column(expr.label, [value]), True, value)
+        return _Value(self.bind(expr, text, f"LinearSequenceMap ({encoding})"), out)
+
+    def _map(self, expr: rasp.SOp, inputs: list[rasp.SOp], f: Callable[..., Any],
+             encoding: str) -> _Value:
+        """A Map or SequenceMap as a lookup table over the values of its varying inputs
+        (a constant input is passed to the function as it is)."""
+        label, where = expr.label, _where(f)
+        args = [self.memo[id(e)] for e in inputs]
+        varying = [a for a in args if not a.constant]
+        table: dict[tuple, Any] = {}  # the varying inputs' values -> the value
+        null_keys: list[tuple] = []
+        failures: list[str] = []
+        for combo in itertools.product(*(sorted(a.column.values, key=sort_key)
+                                         for a in varying)):
+            given = iter(combo)
+            call = tuple(a.fill if a.constant else a.column.tracr_value(next(given))
+                         for a in args)
+            if any(v in a.column.nulls for v, a in zip(combo, varying)):
+                null_keys.append(combo)  # tracr gives None without calling f
+                continue
+            try:
+                result = f(*call)
+            except Exception as error:  # noqa: BLE001: the user's function may raise anything
+                failures.append(f"{_show(call)} ({type(error).__name__}: {error})")
+                continue
+            if result is None:
+                null_keys.append(combo)
+            else:
+                table[combo] = result
+        if failures:  # tracr's evaluate raises where these meet; so does the table
+            self.notes.append(f"{label}: its function ({where}) raises on "
+                              f"{len(failures)} of its inputs' value combinations, left out "
+                              f"of its table (an input that reaches one fails, as in tracr): "
+                              f"{failures[0]}")
+        table, objects = _as_atoms(table, label, where)
+        real = frozenset(table.values())
+        nulls = {stand_in(real, all(not isinstance(v, str) for v in real))} if null_keys else set()
+        out = column(label, real, nulls, objects)
+        table.update((combo, next(iter(nulls))) for combo in null_keys)
+        if not varying:
+            if not real or objects is not None:
+                raise Unconvertible(f"{label}: its function ({where}) has no value on the "
+                                    f"constants {_show(tuple(a.fill for a in args))}")
+            (value,) = real
+            return _Value(literal(value), out, True, value)
+        comment = f"{type(expr).__name__} ({encoding}), {where}"
+        if len(varying) == 1:
+            text = lookup_text(varying[0].text, {k[0]: v for k, v in table.items()})
+            return _Value(self.bind(expr, text, comment), out)
+        codes = [{v: i for i, v in enumerate(sorted(a.column.values, key=sort_key))}
+                 for a in varying]
+        owner = re.sub(r"\W", "_", label, flags=re.ASCII)
+        pair = self.helper(owner, "pair", f"({lookup_text(varying[0].text, codes[0])} * "
+                                          f"{len(codes[1])}) + "
+                                          f"{lookup_text(varying[1].text, codes[1])}")
+        text = lookup_text(pair, {codes[0][k[0]] * len(codes[1]) + codes[1][k[1]]: v
+                                  for k, v in table.items()})
+        return _Value(self.bind(expr, text, comment), out)
+
+    def _aggregate(self, expr: rasp.Aggregate, encoding: str) -> _Value:
+        label = expr.label
+        source = self.memo[id(expr.sop)]
+        selector = self.selector(expr.selector)
+        real = set(source.column.real)
+        coded = source.column.objects is not None
+        if coded and expr.default is not None:
+            raise Unconvertible(f"{label}: aggregates tuples with a default, {expr.default!r}")
+        # tracr averages 2 or more selected numbers; tuples it cannot average (it raises)
+        numeric = source.column.is_numeric and not coded
+        if numeric and source.column.real and not self._selects_one(expr.selector):
+            real |= means(source.column.real, self.max_len, label)
+        values = source.text
+        if numeric and any(isinstance(v, bool) for v in source.column.real):
+            # tracr averages bools as 0/1; rasp-sim refuses to average bools, so the
+            # values are counted: one selected True gives 1 (== True) instead of True
+            values = f"indicator({values})" if not source.constant else literal(int(source.fill))
+            real = {int(v) if isinstance(v, bool) else v for v in real}
+        if expr.default is not None:
+            default = atom(expr.default, label, "its default")
+            real.add(default)
+            out = column(label, real, source.column.nulls)
+        else:
+            nulls = source.column.nulls
+            default = (next(iter(nulls)) if nulls
+                       else stand_in(frozenset(real), source.column.is_numeric))
+            out = column(label, real, nulls | {default}, source.column.objects)
+        if out.real & out.nulls:
+            raise Unconvertible(f"{label}: its values include {sorted(out.real & out.nulls)}, "
+                                "the stand-in its input uses for tracr's None")
+        text = f"aggregate({selector}, {values}, {literal(default)})"
+        return _Value(self.bind(expr, text, f"Aggregate ({encoding})"), out)
+
+    def _selects_one(self, expr: rasp.Selector) -> bool:
+        """Whether `expr` selects at most one key position per query, so its Aggregates
+        never average: a Select keyed on indices whose predicate holds for at most one
+        key value per query, or an `and` with one."""
+        if isinstance(expr, rasp.SelectorAnd):
+            return self._selects_one(expr.fst) or self._selects_one(expr.snd)
+        if not (isinstance(expr, rasp.Select) and isinstance(expr.keys, rasp.IndicesType)):
+            return False
+        keys, queries = self.memo[id(expr.keys)].column, self.memo[id(expr.queries)].column
+        table = relation(expr.predicate, keys, queries)
+        return all(sum(table[k, q] for k in keys.values) <= 1 for q in queries.values)
+
+    # --------------------------------------------------------------------- selectors
+    def selector(self, expr: rasp.Selector) -> str:
+        """The name of a statement binding `expr` as a rasp-sim selector."""
+        if id(expr) in self.selectors:
+            return self.selectors[id(expr)]
+        if isinstance(expr, rasp.Select):
+            text = self._select(expr)
+        elif isinstance(expr, (rasp.SelectorAnd, rasp.SelectorOr)):
+            word = "and" if isinstance(expr, rasp.SelectorAnd) else "or"
+            text = f"({self.selector(expr.fst)}) {word} ({self.selector(expr.snd)})"
+        elif isinstance(expr, rasp.SelectorNot):
+            text = f"not ({self.selector(expr.inner)})"
+        else:
+            raise Unconvertible(f"{expr.label}: rasp-sim does not know the tracr selector "
+                                f"{type(expr).__name__}")
+        name = self.bind(expr, text, type(expr).__name__)
+        self.selectors[id(expr)] = name
+        return name
+
+    def _select(self, expr: rasp.Select) -> str:
+        keys, queries = self.memo[id(expr.keys)], self.memo[id(expr.queries)]
+        predicate = expr.predicate
+        if isinstance(predicate, rasp.Comparison):
+            if predicate.name == "TRUE":
+                return "select(1, 1, ==)"
+            if predicate.name == "FALSE":
+                return "select(1, 0, ==)"
+            return f"select({keys.text}, {queries.text}, {COMPARISONS[predicate.name]})"
+        table = relation(predicate, keys.column, queries.column)
+        return select_text(table, keys.column, queries.column, keys.text, queries.text,
+                           expr.label)
+
+
+def _post_order(root: rasp.RASPExpr) -> list[rasp.RASPExpr]:
+    order: list[rasp.RASPExpr] = []
+    seen: set[int] = set()
+    stack: list[tuple[rasp.RASPExpr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.children))
+    return order
+
+
+def _as_atoms(table: dict[tuple, Any], label: str,
+              where: str) -> tuple[dict[tuple, Any], tuple | None]:
+    """The table's values as atoms; where some are hashable non-atoms (tuples), all are
+    coded as positions in a tuple of the distinct values (returned with the table)."""
+    try:
+        return {k: atom(v, label, f"its function ({where}) on {_show(k)}")
+                for k, v in table.items()}, None
+    except Unconvertible:
+        if not all(isinstance(v, tuple) for v in table.values()):
+            raise
+    objects = tuple(sorted(set(table.values()), key=repr))
+    codes = {v: i for i, v in enumerate(objects)}
+    return {k: codes[v] for k, v in table.items()}, objects
+
+
+def _show(values: tuple) -> str:
+    return ", ".join(map(repr, values))
