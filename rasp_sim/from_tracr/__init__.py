@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..program import Program
-from .columns import Unconvertible
+from .columns import ConversionError
 from .translate import Translation, translate
 
-__all__ = ["Unconvertible", "Translation", "from_tracr", "to_rasp", "translate"]
+__all__ = ["ConversionError", "Translation", "from_tracr", "to_rasp", "translate"]
 
 
 def to_rasp(sop: Any, vocab: Sequence[Any], max_seq_len: int) -> Translation:

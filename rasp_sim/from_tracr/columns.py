@@ -15,15 +15,18 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..errors import CompileError
+from ..errors import RaspError
 
 # Above this many values a column is refused: its tables would not fit a program
 # (rasp_sim.source_limits.MAX_PROGRAM_TOKENS counts every key and value of them).
 MAX_COLUMN_VALUES = 10_000
 
 
-class Unconvertible(CompileError):
-    """A tracr program (or one of its s-ops) that rasp-sim cannot express, with the reason."""
+class ConversionError(RaspError):
+    """A tracr program (or one of its s-ops) that rasp-sim cannot express: the message
+    names the s-op by its tracr label, and the Python function by file and line."""
+
+    kind = "cannot convert"
 
 
 @dataclass(frozen=True)
@@ -51,19 +54,19 @@ class Column:
 
 
 def atom(value: Any, label: str, context: str) -> Any:
-    """`value` as a rasp-sim atom (NumPy scalars become Python's), or Unconvertible naming
+    """`value` as a rasp-sim atom (NumPy scalars become Python's), or ConversionError naming
     the s-op `label` and where the value came from."""
     if hasattr(value, "item") and type(value).__module__ == "numpy":
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
-        raise Unconvertible(f"{label}: {context} gives {value!r}; rasp-sim atoms are finite "
+        raise ConversionError(f"{label}: {context} gives {value!r}; rasp-sim atoms are finite "
                             "numbers, strings and bools")
     if isinstance(value, str) and any(c in value for c in '"\r\n'):
-        raise Unconvertible(f"{label}: {context} gives the string {value!r}; a RASP string "
+        raise ConversionError(f"{label}: {context} gives the string {value!r}; a RASP string "
                             "literal cannot hold a double quote or a line break")
     if isinstance(value, (bool, int, float, str)):
         return value
-    raise Unconvertible(f"{label}: {context} gives {value!r} (a {type(value).__name__}); "
+    raise ConversionError(f"{label}: {context} gives {value!r} (a {type(value).__name__}); "
                         "rasp-sim atoms are numbers, strings and bools")
 
 
@@ -75,10 +78,10 @@ def column(label: str, real: Iterable[Any], nulls: Iterable[Any] = (),
     kinds = {isinstance(v, str) for v in result.real}
     if len(kinds) > 1:
         example = sorted(map(repr, result.real))[:6]
-        raise Unconvertible(f"{label} can hold both strings and numbers ({', '.join(example)}"
+        raise ConversionError(f"{label} can hold both strings and numbers ({', '.join(example)}"
                             f", ...); a rasp-sim sequence holds one type of value")
     if len(result.values) > MAX_COLUMN_VALUES:
-        raise Unconvertible(f"{label} can take more than {MAX_COLUMN_VALUES:,} values over "
+        raise ConversionError(f"{label} can take more than {MAX_COLUMN_VALUES:,} values over "
                             "this vocabulary and length: too many to tabulate")
     return result
 
@@ -107,8 +110,9 @@ def literal(value: Any) -> str:
         return "True" if value else "False"
     if isinstance(value, str):
         return f'"{value}"'
-    text = repr(value)  # the shortest repr of a float reads back bit-exact
-    return f"({text})" if text.startswith("-") else text
+    # the shortest repr of a float reads back bit-exact; a leading '-' is RASP's prefix
+    # minus, which binds tighter than every binary operator (docs/language.md)
+    return repr(value)
 
 
 def means(values: frozenset, max_count: int, label: str) -> frozenset:
@@ -121,14 +125,18 @@ def means(values: frozenset, max_count: int, label: str) -> frozenset:
     for count in range(2, max_count + 1):
         sums = {s + v for s in sums for v in values}
         if len(sums) > MAX_COLUMN_VALUES:
-            raise Unconvertible(f"{label}: the means of up to {max_count} of its values are "
+            raise ConversionError(f"{label}: the means of up to {max_count} of its values are "
                                 f"more than {MAX_COLUMN_VALUES:,}: too many to tabulate")
         out.update(s / count for s in sums)
     return frozenset(out)
 
 
 def lookup_text(name: str, mapping: dict[Any, Any]) -> str:
-    """RASP text for the map `mapping[name]`: a dict literal indexed by the s-op `name`."""
-    entries = ", ".join(f"{literal(k)}: {literal(v)}"
-                        for k, v in sorted(mapping.items(), key=lambda kv: sort_key(kv[0])))
+    """RASP text for the map `mapping[name]`: a list indexed by the s-op `name` where the
+    keys are exactly 0..len-1 (half the tokens of a dict), else a dict literal; a value
+    missing from either fails where it is looked up."""
+    keys = sorted(mapping, key=sort_key)
+    if all(type(k) is int for k in keys) and keys == list(range(len(keys))):
+        return f"[{', '.join(literal(mapping[k]) for k in keys)}][{name}]"
+    entries = ", ".join(f"{literal(k)}: {literal(mapping[k])}" for k in keys)
     return f"{{{entries}}}[{name}]"

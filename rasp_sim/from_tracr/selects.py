@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from .columns import Column, Unconvertible, lookup_text
+from .columns import Column, ConversionError, lookup_text
 
 # rasp-sim's select operators, as functions of (key, query): M[q][k] = keys[k] op queries[q]
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -92,7 +92,7 @@ def select_text(table: Relation, keys: Column, queries: Column, key_name: str,
         return f"select({lookup_text(key_name, source)}, {query_name}, ==)"
     distinct = sorted({row for row in rows.values() if row}, key=lambda r: sorted(map(repr, r)))
     if len(distinct) > 64:
-        raise Unconvertible(f"{label}: its predicate has {len(distinct)} distinct rows; "
+        raise ConversionError(f"{label}: its predicate has {len(distinct)} distinct rows; "
                             "more than 64 selects would be needed to write it")
     parts = []
     for row in distinct:

@@ -31,8 +31,9 @@ from typing import Any, Callable, Sequence
 
 from tracr.rasp import rasp
 
-from .columns import (Column, Unconvertible, atom, column, literal, lookup_text, means,
+from .columns import (Column, ConversionError, atom, column, literal, lookup_text, means,
                       sort_key, stand_in)
+from ..source_limits import MAX_PROGRAM_TOKENS, MAX_STATEMENT_TOKENS, count_tokens
 from .selects import COMPARISONS, relation, select_text
 
 # Names a program's top level cannot bind (the base environment and the standard
@@ -68,12 +69,12 @@ class _Value:
 def translate(sop: rasp.SOp, vocab: Sequence[Any], max_seq_len: int) -> Translation:
     """`sop` as RASP text over tokens in `vocab` and lengths 1..max_seq_len."""
     if not isinstance(sop, rasp.SOp):
-        raise Unconvertible(f"from_tracr takes a tracr s-op (rasp.SOp), not "
+        raise ConversionError(f"from_tracr takes a tracr s-op (rasp.SOp), not "
                             f"{type(sop).__name__}")
     writer = _Writer(vocab, max_seq_len)
     value = writer.sop(sop)
     if value.column.objects is not None:
-        raise Unconvertible(f"{sop.label}: the program's values are tuples "
+        raise ConversionError(f"{sop.label}: the program's values are tuples "
                             f"({value.column.objects[0]!r}, ...), not atoms")
     if value.constant:  # a program's result must be an s-op: spread the atom over positions
         name = writer.bind(sop, f"{literal(value.fill)} if indices == indices else "
@@ -108,15 +109,16 @@ def _where(f: Callable[..., Any]) -> str:
 class _Writer:
     def __init__(self, vocab: Sequence[Any], max_seq_len: int):
         if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 1:
-            raise Unconvertible(f"max_seq_len must be a positive int, not {max_seq_len!r}")
+            raise ConversionError(f"max_seq_len must be a positive int, not {max_seq_len!r}")
         self.vocab = frozenset(atom(v, "tokens", "the vocabulary") for v in vocab)
         if not self.vocab:
-            raise Unconvertible("the vocabulary is empty")
+            raise ConversionError("the vocabulary is empty")
         self.max_len = max_seq_len
         self.lines: list[str] = []
         self.names: dict[str, str] = {}
         self.taken: set[str] = set(_RESERVED)
         self.notes: list[str] = []
+        self.tokens = 0
         self.memo: dict[int, _Value] = {}
         self.selectors: dict[int, str] = {}
 
@@ -136,8 +138,24 @@ class _Writer:
         self.taken.add(name)
         self.names[label] = name
         self.lines.append(f"# {label}: {comment}")
-        self.lines.append(f"{name} = {text};")
+        self._statement(label, f"{name} = {text};")
         return name
+
+    def _statement(self, label: str, line: str) -> None:
+        """Add `line`, refusing here (with the s-op's label) what the parser's size limits
+        (rasp_sim.source_limits) would refuse later without it."""
+        tokens = count_tokens(line)[0]
+        self.tokens += tokens
+        if tokens > MAX_STATEMENT_TOKENS:
+            raise ConversionError(f"{label}: its table needs a statement of {tokens:,} tokens, "
+                                f"more than a RASP statement may hold ({MAX_STATEMENT_TOKENS:,},"
+                                " rasp_sim.source_limits.MAX_STATEMENT_TOKENS): the values "
+                                "that can reach it are too many to tabulate")
+        if self.tokens > MAX_PROGRAM_TOKENS:
+            raise ConversionError(f"{label}: the program's tables pass {MAX_PROGRAM_TOKENS:,} "
+                                "tokens, more than a RASP program may hold "
+                                "(rasp_sim.source_limits.MAX_PROGRAM_TOKENS)")
+        self.lines.append(line)
 
     def helper(self, owner: str, part: str, text: str) -> str:
         name, suffix = f"_{owner}_{part}", 1
@@ -145,7 +163,7 @@ class _Writer:
             suffix += 1
             name = f"_{owner}_{part}{suffix}"
         self.taken.add(name)
-        self.lines.append(f"{name} = {text};")
+        self._statement(owner, f"{name} = {text};")
         return name
 
     # ------------------------------------------------------------------------- s-ops
@@ -168,7 +186,7 @@ class _Writer:
             return _Value("length", column("length", range(1, self.max_len + 1)))
         if isinstance(expr, rasp.Full):
             if expr.fill is None:
-                raise Unconvertible(f"{label}: Full(None) has no value at any position")
+                raise ConversionError(f"{label}: Full(None) has no value at any position")
             fill = atom(expr.fill, label, "Full")
             return _Value(literal(fill), column(label, [fill]), True, fill)
         if isinstance(expr, rasp.ConstantSOp):
@@ -188,7 +206,7 @@ class _Writer:
             return _Value(name, column(label, range(self.max_len + 1)))
         if isinstance(expr, rasp.Aggregate):
             return self._aggregate(expr, encoding)
-        raise Unconvertible(f"{label}: rasp-sim does not know the tracr s-op "
+        raise ConversionError(f"{label}: rasp-sim does not know the tracr s-op "
                             f"{type(expr).__name__}")
 
     def _numeric(self, *exprs: rasp.SOp) -> bool:
@@ -247,7 +265,7 @@ class _Writer:
         table.update((combo, next(iter(nulls))) for combo in null_keys)
         if not varying:
             if not real or objects is not None:
-                raise Unconvertible(f"{label}: its function ({where}) has no value on the "
+                raise ConversionError(f"{label}: its function ({where}) has no value on the "
                                     f"constants {_show(tuple(a.fill for a in args))}")
             (value,) = real
             return _Value(literal(value), out, True, value)
@@ -272,7 +290,7 @@ class _Writer:
         real = set(source.column.real)
         coded = source.column.objects is not None
         if coded and expr.default is not None:
-            raise Unconvertible(f"{label}: aggregates tuples with a default, {expr.default!r}")
+            raise ConversionError(f"{label}: aggregates tuples with a default, {expr.default!r}")
         # tracr averages 2 or more selected numbers; tuples it cannot average (it raises)
         numeric = source.column.is_numeric and not coded
         if numeric and source.column.real and not self._selects_one(expr.selector):
@@ -293,22 +311,76 @@ class _Writer:
                        else stand_in(frozenset(real), source.column.is_numeric))
             out = column(label, real, nulls | {default}, source.column.objects)
         if out.real & out.nulls:
-            raise Unconvertible(f"{label}: its values include {sorted(out.real & out.nulls)}, "
+            raise ConversionError(f"{label}: its values include {sorted(out.real & out.nulls)}, "
                                 "the stand-in its input uses for tracr's None")
         text = f"aggregate({selector}, {values}, {literal(default)})"
         return _Value(self.bind(expr, text, f"Aggregate ({encoding})"), out)
 
     def _selects_one(self, expr: rasp.Selector) -> bool:
         """Whether `expr` selects at most one key position per query, so its Aggregates
-        never average: a Select keyed on indices whose predicate holds for at most one
-        key value per query, or an `and` with one."""
+        never average: a Select whose keys differ at every position and whose predicate
+        holds for at most one key value per query, or an `and` with one."""
         if isinstance(expr, rasp.SelectorAnd):
             return self._selects_one(expr.fst) or self._selects_one(expr.snd)
-        if not (isinstance(expr, rasp.Select) and isinstance(expr.keys, rasp.IndicesType)):
+        if not (isinstance(expr, rasp.Select) and self._injective(expr.keys)):
             return False
         keys, queries = self.memo[id(expr.keys)].column, self.memo[id(expr.queries)].column
         table = relation(expr.predicate, keys, queries)
         return all(sum(table[k, q] for k in keys.values) <= 1 for q in queries.values)
+
+    def _injective(self, expr: rasp.SOp) -> bool:
+        """Whether `expr` takes a different value at every position of an input (where
+        tracr's value is not None): indices; the rank of an injective s-op among its own
+        values (`SelectorWidth(Select(x, x, <))`, tracr's sort); or a map of an injective
+        s-op that is one-to-one in it, either for each value of inputs that are the same
+        at every position (`length - indices - 1`) or over all its inputs' values
+        (`tokens + 0.001 * indices`)."""
+        if isinstance(expr, rasp.IndicesType):
+            return True
+        if isinstance(expr, rasp.SelectorWidth):
+            selector = expr.selector
+            return (isinstance(selector, rasp.Select) and selector.keys is selector.queries
+                    and isinstance(selector.predicate, rasp.Comparison)
+                    and selector.predicate.name in ("LT", "LEQ", "GT", "GEQ")
+                    and self._injective(selector.keys))
+        if not isinstance(expr, (rasp.Map, rasp.SequenceMap)):
+            return False
+        inputs = [expr.inner] if isinstance(expr, rasp.Map) else [expr.fst, expr.snd]
+        if not any(self._injective(e) for e in inputs):
+            return False
+        columns = [self.memo[id(e)].column for e in inputs]
+        uniform = [self._uniform(e) for e in inputs]
+        # one-to-one in the varying inputs together, for each value of the uniform ones
+        for fixed in itertools.product(*(sorted(c.real, key=sort_key) if u else [None]
+                                         for c, u in zip(columns, uniform))):
+            seen: set = set()
+            for varying in itertools.product(*(sorted(c.real, key=sort_key) if not u
+                                               else [None] for c, u in zip(columns, uniform))):
+                args = [f if u else v for f, v, u in zip(fixed, varying, uniform)]
+                try:
+                    result = expr.f(*[c.tracr_value(a) for c, a in zip(columns, args)])
+                except Exception:  # noqa: BLE001: that value fails the input in tracr too
+                    continue
+                if result is None or result in seen:
+                    return False
+                seen.add(result)
+        return True
+
+    def _uniform(self, expr: rasp.SOp) -> bool:
+        """Whether `expr` has one value at every position of an input: a constant, length,
+        the width of a selector that selects every key, or a map of those."""
+        if isinstance(expr, (rasp.Full, rasp.LengthType)):
+            return True
+        if isinstance(expr, rasp.SelectorWidth):
+            selector = expr.selector
+            return (isinstance(selector, rasp.Select)
+                    and isinstance(selector.predicate, rasp.Comparison)
+                    and selector.predicate.name == "TRUE")
+        if isinstance(expr, rasp.Map):
+            return self._uniform(expr.inner)
+        if isinstance(expr, rasp.SequenceMap):
+            return self._uniform(expr.fst) and self._uniform(expr.snd)
+        return False
 
     # --------------------------------------------------------------------- selectors
     def selector(self, expr: rasp.Selector) -> str:
@@ -323,7 +395,7 @@ class _Writer:
         elif isinstance(expr, rasp.SelectorNot):
             text = f"not ({self.selector(expr.inner)})"
         else:
-            raise Unconvertible(f"{expr.label}: rasp-sim does not know the tracr selector "
+            raise ConversionError(f"{expr.label}: rasp-sim does not know the tracr selector "
                                 f"{type(expr).__name__}")
         name = self.bind(expr, text, type(expr).__name__)
         self.selectors[id(expr)] = name
@@ -365,7 +437,7 @@ def _as_atoms(table: dict[tuple, Any], label: str,
     try:
         return {k: atom(v, label, f"its function ({where}) on {_show(k)}")
                 for k, v in table.items()}, None
-    except Unconvertible:
+    except ConversionError:
         if not all(isinstance(v, tuple) for v in table.values()):
             raise
     objects = tuple(sorted(set(table.values()), key=repr))
