@@ -46,6 +46,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("compile", "rasp_sim.cli.compile",
             "compile an s-op to transformer weights through tracr, validated",
             blas_threads=True),
+    Command("from-tracr", "rasp_sim.cli.from_tracr",
+            "write a tracr program (Python) as a .rasp file"),
     Command("verify", "rasp_sim.cli.compile",
             "re-run the validation of compiled weights against a program", blas_threads=True),
     Command("trace", "rasp_sim.cli.trace",
