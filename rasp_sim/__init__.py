@@ -25,8 +25,8 @@ _TABLE: Table = {
     "parse": ("rasp_sim.api", "parse"),
     "load": ("rasp_sim.api", "load"),
     "compile": ("rasp_sim.api", "compile"),
-    "from_tracr": ("rasp_sim.from_tracr", "from_tracr"),
-    "compile_tracr": ("rasp_sim.from_tracr", "compile_tracr"),
+    "from_tracr": ("rasp_sim.tracr_frontend", "from_tracr"),
+    "compile_tracr": ("rasp_sim.tracr_frontend", "compile_tracr"),
     "load_model": ("rasp_sim.model", "load_model"),
     "keep_freed_memory": ("rasp_sim.freed_memory", "keep_freed_memory"),
     "Program": ("rasp_sim.program", "Program"),
@@ -42,7 +42,7 @@ _TABLE: Table = {
     "RaspRuntimeError": ("rasp_sim.errors", "RaspRuntimeError"),
     "RaspResourceError": ("rasp_sim.errors", "RaspResourceError"),
     "CompileError": ("rasp_sim.errors", "CompileError"),
-    "ConversionError": ("rasp_sim.from_tracr", "ConversionError"),
+    "ConversionError": ("rasp_sim.tracr_frontend", "ConversionError"),
     "WeightsError": ("rasp_sim.compiler.weights_format", "WeightsError"),
 }
 

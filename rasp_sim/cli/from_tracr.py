@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_from_tracr(args: argparse.Namespace) -> int:
     from ..atomic_write import write_text
-    from ..from_tracr import to_rasp
+    from ..tracr_frontend import to_rasp
 
     module_path, sop, vocab, max_len = _load(args.program)
     if args.vocab is not None:
@@ -84,7 +84,7 @@ def _check(sop: Any, translation: Any, vocab: list, max_len: int, where: str) ->
     from tracr.rasp import rasp
 
     from ..api import parse
-    from ..from_tracr.agreement import compare, domain
+    from ..tracr_frontend.agreement import compare, domain
 
     program = parse(translation.text, file=where)
     inputs, whole = domain(vocab, 1, max_len)

@@ -8,8 +8,8 @@ import pytest
 tracr_rasp = pytest.importorskip("tracr.rasp.rasp")
 from tracr.compiler import lib  # noqa: E402
 
-from rasp_sim.from_tracr import from_tracr  # noqa: E402
-from rasp_sim.from_tracr.agreement import compare, domain, domain_size  # noqa: E402
+from rasp_sim.tracr_frontend import from_tracr  # noqa: E402
+from rasp_sim.tracr_frontend.agreement import compare, domain, domain_size  # noqa: E402
 
 tokens = tracr_rasp.tokens
 indices = tracr_rasp.indices

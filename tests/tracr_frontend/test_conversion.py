@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 rasp = pytest.importorskip("tracr.rasp.rasp")
 
 from rasp_sim.errors import RaspError  # noqa: E402
-from rasp_sim.from_tracr import ConversionError, from_tracr, to_rasp  # noqa: E402
-from rasp_sim.from_tracr.agreement import compare, domain  # noqa: E402
-from rasp_sim.from_tracr.columns import Column, means, stand_in  # noqa: E402
-from rasp_sim.from_tracr.selects import relation, select_text  # noqa: E402
+from rasp_sim.tracr_frontend import ConversionError, from_tracr, to_rasp  # noqa: E402
+from rasp_sim.tracr_frontend.agreement import compare, domain  # noqa: E402
+from rasp_sim.tracr_frontend.columns import Column, means, stand_in  # noqa: E402
+from rasp_sim.tracr_frontend.selects import relation, select_text  # noqa: E402
 
 
 def agrees(sop, vocab, max_len: int):
