@@ -210,9 +210,11 @@ def _extract_graph(tip: rasp.SOp) -> rasp_to_graph.ExtractRaspGraphOutput:
 def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> None:
     """Restore the BOS invariant (blocks.py) where a block would write at BOS: maps of a
     numerical s-op (discretising MLPs) are gated, heads writing a default there scrubbed.
-    A head whose value no other block reads (the program's output) keeps what it writes
-    at BOS: only the unembedding reads it, and the BOS position's output is dropped, so
-    the scrub's MLP would only cost a layer (an attention-only model stays one)."""
+    A head whose value no other head reads, directly or through maps (the program's
+    output, or an input of maps that make it), keeps what it writes at BOS: an MLP only
+    carries it to its own output at BOS, the unembedding drops the BOS position, so the
+    scrub's MLP would only cost a layer (an attention-only model stays one; a shift
+    followed by a map, as tracr compiles it, stays one layer)."""
     for node_id in graph.nodes:
         node = graph.nodes[node_id]
         expr, block = node[nodes.EXPR], node.get(nodes.MODEL_BLOCK)
@@ -221,11 +223,28 @@ def _keep_bos_clean(graph: nx.DiGraph, bos_direction: bases.BasisDirection) -> N
         elif isinstance(expr, rasp.Map) and rasp.is_numerical(expr.inner) \
                 and isinstance(block, transformers.MLP):
             node[nodes.MODEL_BLOCK] = blocks.gated_at_bos(block, bos_direction, ONE)
-        elif isinstance(block, transformers.AttentionHead) and graph.out_degree(node_id) > 0:
+        elif isinstance(block, transformers.AttentionHead) and _read_by_a_head(graph, node_id):
             written = blocks.written_at_bos(block, bos_direction)
             if np.any(written != 0):
                 node[nodes.MODEL_BLOCK] = blocks.scrubbed(block, written, bos_direction,
                                                           f"_scrub_bos_{expr.label}_")
+
+
+def _read_by_a_head(graph: nx.DiGraph, node_id: str) -> bool:
+    """Whether a head (a select's keys or queries, an aggregate's values) reads node_id's
+    s-op, or a map of it, at the BOS key: only plain maps are followed (an MLP writes
+    at BOS what it computes from BOS); any other reader counts as a head."""
+    stack, seen = list(graph.successors(node_id)), set()
+    while stack:
+        reader = stack.pop()
+        if reader in seen:
+            continue
+        seen.add(reader)
+        if type(graph.nodes[reader][nodes.EXPR]) not in (rasp.Map, rasp.SequenceMap,
+                                                         rasp.LinearSequenceMap):
+            return True
+        stack.extend(graph.successors(reader))
+    return False
 
 
 def _needs_own_block(expr: Any) -> bool:

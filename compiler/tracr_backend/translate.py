@@ -217,7 +217,18 @@ class _Translator(ContinuousLowering):
             return False
         if patterns.selector_width_of(node) is not None:
             return False
-        return not self._is_linear(node, self._operands(node)[0])
+        varying = self._operands(node)[0]
+        # _is_linear translates its operands, which makes them unfusable: ask it only
+        # where both could be numerical (a lookup, a product: categorical maps never are)
+        return not (all(self._may_be_numerical(v) for v in varying)
+                    and self._is_linear(node, varying))
+
+    def _may_be_numerical(self, node: g.SOp) -> bool:
+        """Whether `node` may be translated as a numerical s-op, decided without
+        translating it: a Map is categorical unless it is `a ± b` or continuous."""
+        if id(node) in self.memo:
+            return rasp.is_numerical(self.memo[id(node)])
+        return not isinstance(node, g.Map) or node.op in ("+", "-") or self.continuous(node)
 
     def _expanded(self, node: g.Map) -> tuple[list[g.SOp], Callable[..., Any]]:
         """The node as one function of s-ops further down: a fusable input is replaced by
