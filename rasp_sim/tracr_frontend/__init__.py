@@ -13,6 +13,7 @@ import os
 from typing import Any, Collection
 
 from .. import api_arguments as arguments
+from ..errors import RaspTypeError
 from ..model import Model
 from ..program import Program
 from .columns import ConversionError
@@ -33,7 +34,8 @@ def from_tracr(sop: Any, vocab: Collection[Any], max_seq_len: int) -> Program:
     a RASP name: other characters become `_`, a reserved name gains `_`). Its values
     equal `tracr.rasp.rasp.evaluate`'s on every input over `vocab` of length
     1..max_seq_len wherever tracr's are not None (docs/tracr.md says what stands for
-    None); an input outside them fails with a located error."""
+    None). Like tracr's evaluate, it runs on any input; a lookup table it reaches with a
+    value it was not built for fails there, with a located error."""
     from ..api import parse
 
     translation = translate(sop, _vocab("from_tracr", vocab), max_seq_len)
@@ -59,8 +61,8 @@ def compile_tracr(program: Any, vocab: Collection[Any], max_seq_len: int,
     tokens = _vocab("compile_tracr", vocab)
     for name, marker in (("compiler_bos", compiler_bos), ("compiler_pad", compiler_pad)):
         if marker is not None and (not isinstance(marker, str) or marker in tokens):
-            raise ConversionError(f"compile_tracr: {name} must be a string outside the "
-                                  f"vocabulary, not {marker!r}")
+            raise RaspTypeError(f"compile_tracr: {name} must be a string outside the "
+                                f"vocabulary, not {marker!r}")
     arguments.integer("compile_tracr", mlp_exactness, "mlp_exactness", 1)
     converted = from_tracr(program, tokens, max_seq_len)
     return compile_program(converted, vocab=sorted(tokens, key=repr), max_len=max_seq_len,
@@ -71,6 +73,6 @@ def compile_tracr(program: Any, vocab: Collection[Any], max_seq_len: int,
 
 def _vocab(function: str, vocab: Collection[Any]) -> list[Any]:
     if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Collection):
-        raise ConversionError(f"{function}: vocab must be a set or list of tokens, not "
-                              f"{type(vocab).__name__}")
+        raise RaspTypeError(f"{function}: vocab must be a set or list of tokens, not "
+                            f"{type(vocab).__name__}")
     return list(vocab)

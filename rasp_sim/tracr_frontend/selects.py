@@ -36,20 +36,25 @@ COMPARISONS = {"EQ": "==", "NEQ": "!=", "LT": "<", "LEQ": "<=", "GT": ">", "GEQ"
 Relation = dict[tuple[Any, Any], bool]  # (key, query) -> selected
 
 
-def relation(predicate: Callable[[Any, Any], Any], keys: Column, queries: Column) -> Relation:
+def relation(predicate: Callable[[Any, Any], Any], keys: Column,
+             queries: Column) -> tuple[Relation, list[str]]:
     """The predicate on every (key, query) pair of values, called on what tracr holds
-    there (a stand-in as None, a coded value as its object); where the predicate raises,
-    tracr's evaluate raises on any input that reaches the pair, so any value will do
-    there (False)."""
+    there (a stand-in as None, a coded value as its object), and the pairs of real values
+    where it raises. Where it raises, tracr's evaluate raises on any input that reaches
+    the pair, so any value will do there (False)."""
     table: Relation = {}
+    failures: list[str] = []
     for key in keys.values:
         for query in queries.values:
+            key_value, query_value = keys.tracr_value(key), queries.tracr_value(query)
             try:
-                table[key, query] = bool(predicate(keys.tracr_value(key),
-                                                   queries.tracr_value(query)))
-            except Exception:  # noqa: BLE001: a user's predicate may raise anything
+                table[key, query] = bool(predicate(key_value, query_value))
+            except Exception as error:  # noqa: BLE001: a user's predicate may raise anything
                 table[key, query] = False
-    return table
+                if key not in keys.nulls and query not in queries.nulls:
+                    failures.append(f"({key_value!r}, {query_value!r}) "
+                                    f"({type(error).__name__}: {error})")
+    return table, failures
 
 
 def _matches(table: Relation, test: Callable[[Any, Any], bool]) -> bool:

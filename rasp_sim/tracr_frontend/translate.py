@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import itertools
 import keyword
+import os
 import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tracr.rasp import rasp
@@ -99,11 +102,22 @@ def _short(values: list) -> str:
 
 
 def _where(f: Callable[..., Any]) -> str:
-    """Where a Python function was defined, for messages: 'lambda at case_1.py:97'."""
+    """Where a Python function was defined, for messages and comments: '<lambda> at
+    tracr/rasp/rasp.py:189', its file relative to the import path that holds it (or the
+    current folder), so that the text is the same on every machine."""
     code = getattr(f, "__code__", None)
     if code is None:
         return getattr(f, "__name__", type(f).__name__)
-    return f"{code.co_name} at {code.co_filename}:{code.co_firstlineno}"
+    return f"{code.co_name} at {_shown_path(code.co_filename)}:{code.co_firstlineno}"
+
+
+def _shown_path(file: str) -> str:
+    path = Path(file)
+    if not path.is_absolute():
+        return file
+    roots = [Path(p).resolve() for p in (os.getcwd(), *sys.path) if p]
+    relative = [path.relative_to(root) for root in roots if path.is_relative_to(root)]
+    return str(min(relative, key=lambda r: len(r.parts))) if relative else path.name
 
 
 class _Writer:
@@ -219,8 +233,7 @@ class _Writer:
         out = column(expr.label, real)
         if nullable:  # arithmetic on a stand-in is a number, not tracr's None: map it
             return self._map(expr, [expr.fst, expr.snd], expr.f, encoding)
-        text = (f"({literal(expr.fst_fac)} * {fst.text}) + "
-                f"({literal(expr.snd_fac)} * {snd.text})")
+        text = _linear_text(expr.fst_fac, fst.text, expr.snd_fac, snd.text)
         if fst.constant and snd.constant:
             value = atom(expr.f(fst.fill, snd.fill), expr.label, "LinearSequenceMap")
             return _Value(literal(value), column(expr.label, [value]), True, value)
@@ -325,7 +338,7 @@ class _Writer:
         if not (isinstance(expr, rasp.Select) and self._injective(expr.keys)):
             return False
         keys, queries = self.memo[id(expr.keys)].column, self.memo[id(expr.queries)].column
-        table = relation(expr.predicate, keys, queries)
+        table = relation(expr.predicate, keys, queries)[0]
         return all(sum(table[k, q] for k in keys.values) <= 1 for q in queries.values)
 
     def _injective(self, expr: rasp.SOp) -> bool:
@@ -410,9 +423,24 @@ class _Writer:
             if predicate.name == "FALSE":
                 return "select(1, 0, ==)"
             return f"select({keys.text}, {queries.text}, {COMPARISONS[predicate.name]})"
-        table = relation(predicate, keys.column, queries.column)
+        table, failures = relation(predicate, keys.column, queries.column)
+        if failures:
+            self.notes.append(f"{expr.label}: its predicate ({_where(predicate)}) raises on "
+                              f"{len(failures)} (key, query) pairs of values, read as not "
+                              f"selected (tracr's evaluate raises where they meet): "
+                              f"{failures[0]}")
         return select_text(table, keys.column, queries.column, keys.text, queries.text,
                            expr.label)
+
+
+def _linear_text(a: Any, x: str, b: Any, y: str) -> str:
+    """`a * x + b * y` as RASP text. With unit factors it is `x + y`, `x - y` or `y - x`,
+    equal in IEEE arithmetic (1 * x is x, x + -1 * y is x - y) and lowered by the compiler
+    as one linear map without a table; other factors keep the products."""
+    units = {(1, 1): f"{x} + {y}", (1, -1): f"{x} - {y}", (-1, 1): f"{y} - {x}"}
+    if type(a) is int and type(b) is int and (a, b) in units:
+        return units[a, b]
+    return f"({literal(a)} * {x}) + ({literal(b)} * {y})"
 
 
 def _post_order(root: rasp.RASPExpr) -> list[rasp.RASPExpr]:

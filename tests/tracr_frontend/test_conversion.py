@@ -77,7 +77,8 @@ def test_any_relation_is_written_exactly(keys, queries, bits) -> None:
     the RASP text on every pair of a key value and a query value."""
     pairs = list(itertools.product(sorted(keys), sorted(queries)))
     chosen = {pair: bool(bits >> i & 1) for i, pair in enumerate(pairs)}
-    table = relation(lambda k, q: chosen[k, q], Column(frozenset(keys)), Column(frozenset(queries)))
+    table, _ = relation(lambda k, q: chosen[k, q], Column(frozenset(keys)),
+                        Column(frozenset(queries)))
     text = select_text(table, Column(frozenset(keys)), Column(frozenset(queries)), "k", "q", "t")
     from rasp_sim import parse
 
@@ -199,6 +200,25 @@ def test_linear_sequence_map_is_arithmetic() -> None:
     linear = rasp.numerical(rasp.LinearSequenceMap(a, b, 2, -0.5))
     assert "(2 * " in to_rasp(linear, {1, 5}, 3).text
     agrees(linear, {1, 5}, 4)
+    for factors, shape in (((1, -1), " - "), ((-1, 1), " - "), ((1, 1), " + ")):
+        unit = rasp.numerical(rasp.LinearSequenceMap(a, b, *factors))
+        assert shape in to_rasp(unit, {1, 5}, 3).text.splitlines()[-1]
+        agrees(unit, {1, 5}, 4)
+
+
+def test_a_predicate_that_raises_is_noted_and_the_rest_agrees() -> None:
+    selector = rasp.Select(rasp.tokens, rasp.tokens, lambda k, q: 1 / (k - q) > 0)
+    width = rasp.SelectorWidth(selector)
+    notes = to_rasp(width, {1, 2}, 3).notes
+    assert len(notes) == 1 and "ZeroDivisionError" in notes[0] and selector.label in notes[0]
+    agrees(width, {1, 2}, 3)
+
+
+def test_comments_name_functions_by_paths_that_do_not_depend_on_the_machine() -> None:
+    text = to_rasp(rasp.Map(lambda x: x == "a", rasp.tokens), {"a"}, 2).text
+    assert "tests/tracr_frontend/test_conversion.py:" in text or "test_conversion.py:" in text
+    library = to_rasp(rasp.numerical(rasp.tokens == "a"), {"a"}, 2).text
+    assert "at tracr/rasp/rasp.py:" in library
 
 
 @pytest.mark.parametrize("sop, vocab, message", [
