@@ -558,9 +558,22 @@ class _Translator(ContinuousLowering):
         values to the side's value. A side computed by maps from ONE s-op (e.g.
         `(o + indices * c + j) if indices < k else -1`) is folded into the predicate, which
         then reads that s-op itself: no MLP, and the head can sit in the first layer.
-        Sides of several s-ops keep their own (tabled) value."""
+        A side of several s-ops is folded down its chain of one-input maps to the s-op that
+        chain reads, so that selects whose sides are different lookups of one coded s-op
+        (an `or` of selects, one per row of a relation) read that one s-op, not a tuple of
+        all their lookups (whose value set is the product of theirs)."""
         bases, fn = self._base_function(side)
-        return (bases, fn) if len(bases) == 1 else ([side], lambda v: v)
+        if len(bases) == 1:
+            return bases, fn
+        node: g.SOp = side
+        chain: Callable[[Any], Any] = lambda v: v  # noqa: E731
+        while isinstance(node, g.Map) and patterns.selector_width_of(node) is None \
+                and not self.continuous(node):
+            varying, apply = self._operands(node)
+            if len(varying) != 1:
+                break
+            node, chain = varying[0], (lambda v, outer=chain, inner=apply: outer(inner(v)))
+        return [node], chain
 
     def _base_function(self, node: g.SOp) -> tuple[list[g.SOp], Callable[..., Any]]:
         """`node` as a function of the non-map s-ops below it, through every map."""

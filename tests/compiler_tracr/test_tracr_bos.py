@@ -89,3 +89,31 @@ def test_two_selector_widths_in_one_layer_keep_bos_clean(driver, program):
                    "y = selector_width(select(v1, length, !=));", "y")
     result = driver.compile_program(root, [0, 1], 3)
     assert result.report.ok and result.report.mode == "exhaustive"
+
+
+@pytest.mark.parametrize("source, name, scrubbed", [
+    # a default read by maps only stays at BOS: an MLP carries it to its own BOS output,
+    # which the unembedding drops (a shift then a map is one layer, as in tracr)
+    ('s = aggregate(select(indices, indices - 1, ==), tokens, "-"); y = s == tokens;', "y",
+     False),
+    # read by a head (as keys, or through a map as values): scrubbed
+    ('s = aggregate(select(indices, indices - 1, ==), tokens, "-");'
+     "y = selector_width(select(s, tokens, ==));", "y", True),
+    ('s = aggregate(select(indices, indices - 1, ==), tokens, "-"); m = s == "a";'
+     "y = aggregate(select(indices, indices, <=), indicator(m), 0);", "y", True),
+])
+def test_a_default_is_scrubbed_at_bos_only_where_a_head_reads_it(driver, program, source, name,
+                                                                 scrubbed):
+    root = program(source, name)
+    result = driver.compile_program(root, ["a", "b", "-"], 4, tracr_oracle=False)
+    assert result.report.ok and result.report.mode == "exhaustive"
+    blocks = result.weights.metadata["tracr_compile"]["blocks"]
+    # the scrub is an MLP right after the head, recorded as part of the head's aggregate
+    assert any(kind == "mlp" and any(e["op"].startswith("Aggregate 's") for e in ops)
+               for kind, ops in zip(_kinds(result.weights), blocks)) == scrubbed
+
+
+def _kinds(weights) -> list[str]:
+    from rasp_sim.compiler.weights import AttentionBlock
+
+    return ["attention" if isinstance(b, AttentionBlock) else "mlp" for b in weights.layers]

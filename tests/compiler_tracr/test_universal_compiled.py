@@ -246,13 +246,13 @@ def test_model_with_an_mlp_is_refused_naming_block_and_operation(tmp_path, capsy
 def test_model_without_the_block_record_is_refused_with_the_index(tmp_path, capsys, driver):
     from rasp_sim.compiler.weights import load, save
 
-    path = compile_to(tmp_path, driver, MLP_PROGRAM, "0,1,2")  # layers: head, scrub, map
+    path = compile_to(tmp_path, driver, MLP_PROGRAM, "0,1,2")  # layers: head, map
     model = load(path)
     record = {k: v for k, v in model.metadata["tracr_compile"].items() if k != "blocks"}
     save(model.replace(metadata={**model.metadata, "tracr_compile": record}), path)
     assert main(["universal", "build", "--like", path, "-o", str(tmp_path / "ut.npz")]) == 1
-    # the scrub folds into the heads (fold.py), the map is refused
-    assert ("layers.2: an MLP block is outside the target class (attention-only "
+    # only a map reads the head, so its default stays at BOS unscrubbed; the map is refused
+    assert ("layers.1: an MLP block is outside the target class (attention-only "
             "transformers); the compile record does not say which RASP operation"
             in capsys.readouterr().err)
 
@@ -262,10 +262,9 @@ def test_compile_record_lists_each_layers_operations(tmp_path, driver):
 
     record = load(compile_to(tmp_path, driver, MLP_PROGRAM, "0,1,2")).metadata["tracr_compile"]
     x, y = (f"{tmp_path / 'program.rasp'}:{line}:5" for line in (1, 2))
-    # x's head writes its default at BOS and y reads x: an MLP after the head scrubs it
+    # x's head writes its default at BOS, but only a map reads x: no scrub (pipeline.py)
     assert [[(re.sub(r"_\d+'$", "'", e["op"]), e["at"]) for e in layer]
-            for layer in record["blocks"]] == [[("Aggregate 'x'", x)], [("Aggregate 'x'", x)],
-                                               [("Map 'y'", y)]]
+            for layer in record["blocks"]] == [[("Aggregate 'x'", x)], [("Map 'y'", y)]]
 
 
 def test_domain_above_the_limit_is_refused_with_its_size(tmp_path, capsys, driver):

@@ -1,0 +1,33 @@
+"""Selects whose sides are different lookups of one coded s-op read that s-op once: an `or`
+of one select per row of a relation (how rasp-sim writes a tracr Python predicate,
+rasp_sim/tracr_frontend/selects.py) compiles to one head over it, not over the tuple of
+all the lookups (whose value set is the product of theirs: 2^27 for 27 rows)."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+pytest.importorskip("tracr")
+
+
+def _relation_program(rows: int) -> str:
+    """code = token * 3 + index over tokens 0..2 and 3 positions (9 codes); the selector
+    is k[0] == q[0] and k[1] <= q[1] on (token, index) pairs, as an `or` of row selects."""
+    pairs = list(itertools.product(range(3), range(3)))
+    code = "code = (tokens_int * 3) + indices;"
+    parts = []
+    for q, (qt, qi) in enumerate(pairs[:rows]):
+        keys = [int(kt == qt and ki <= qi) for kt, ki in pairs]
+        queries = [1 if other == q else 2 for other in range(len(pairs))]
+        parts.append(f"select({keys}[code], {queries}[code], >=)")
+    return code + "\nsel = " + " or ".join(f"({p})" for p in parts) + ";\n" \
+        "w = selector_width(sel);"
+
+
+def test_an_or_of_row_selects_over_one_coded_sop_is_one_head(driver, program):
+    root = program(_relation_program(9), "w")
+    result = driver.compile_program(root, [0, 1, 2], 3, tracr_oracle=False)
+    assert result.report.ok and result.report.mode == "exhaustive"
+    record = result.weights.metadata["tracr_compile"]
+    assert record["layers"] <= 2 and record["heads"] == 1
