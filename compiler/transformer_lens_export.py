@@ -1,12 +1,15 @@
-"""A compiled model as a TransformerLens `HookedTransformer` (docs/transformer_lens.md).
+"""A compiled model as a TransformerLens model (docs/transformer_lens.md): on
+transformer-lens 4.x a `TransformerBridge` around TransformerLens's own native transformer
+(`TransformerBridge.boot_native`), on 3.x a `HookedTransformer`. The installed version
+decides (`BRIDGE`).
 
-Needs torch and transformer-lens 3.x (`pip install "rasp-sim[interp]"`); import it only
+Needs torch and transformer-lens (`pip install "rasp-sim[interp]"`); import it only
 through `Model.to_transformer_lens`, which says so when they are missing.
 
-A HookedTransformer is a stack of layers, each one attention sublayer then one MLP, with a
-single n_heads, d_head, d_mlp, activation and attention scale for all of them. The weight
-format (docs/compiler.md) is a flat list of blocks with per-head key sizes and a logit
-scale per block. The conversion:
+Both are stacks of layers, each one attention sublayer then one MLP, with a single n_heads,
+d_head, d_mlp, activation and attention scale for all of them. The weight format
+(docs/compiler.md) is a flat list of blocks with per-head key sizes and a logit scale per
+block. The conversion:
 
 - layers: an attention block and the MLP right after it share a layer; an MLP with no
   attention before it, or an attention with no MLP after it, gets an all-zero partner
@@ -14,32 +17,45 @@ scale per block. The conversion:
 - every head is padded with zero columns to one d_head (zero terms add nothing to q.k or
   to the values); a head without W_O (W_V writes the residual) keeps W_V's non-zero
   columns and a W_O that puts them back; every block with zero heads to one n_heads;
-- `use_attn_scale=False` (TransformerLens would divide by sqrt(d_head)) and each block's
-  logit scale multiplied into its W_Q;
+- the attention scores are divided by `ATTN_SCALE`, so each block's logit scale times
+  ATTN_SCALE is multiplied into its W_Q: 1 on 3.x (`use_attn_scale=False`); 2 on 4.x,
+  whose native attention divides by sqrt(d_head) unless it is given a positive
+  `attn_scale`, and refuses 1 when d_head > 1. A power of two, so multiplying W_Q by it and
+  dividing the scores by it round nothing;
 - `attention_dir` "causal" for a causal model, else "bidirectional";
-- gated MLPs: TransformerLens's GatedMLP is (act(x W_gate) * (x W_in) + b_in) W_out + b_out,
-  the weight format's (act(x W1 + b1) * (x W_gate + b_gate)) W2 + b2: W1 goes to its W_gate,
-  the format's gate to its W_in, and b1, b_gate have no place inside the product, so they
-  are folded into the rows of the residual direction `one` (1 at every position in a
-  compiled model, checked here: written by the embedding, by no block); an ungated MLP of
-  a gated model gets `one` as its gate;
+- gated MLPs: TransformerLens's is act(x W_gate) * (x W_in) W_out (3.x adds b_in inside
+  and b_out after, at zero here; 4.x's native gated MLP has no biases), the weight
+  format's (act(x W1 + b1) * (x W_gate + b_gate)) W2 + b2: W1 goes to its W_gate, the
+  format's gate to its W_in, and every bias goes through the residual direction `one` (1
+  at every position in a compiled model, checked here: written by the embedding, by no
+  block): b1 and b_gate into one's rows of the two products, b2 into one more hidden unit,
+  the last, that is 1 everywhere, act(16 x_one) * (x_one / 16) = 1 exactly
+  (relu(16) = gelu_new(16) = 16 in float64), with b2 as its W_out row; an ungated MLP of a
+  gated model gets `one` as its gate;
 - BOS is the token ids' first position, as `Model.run` feeds it; a numeric-input model's
   input is the residual stream after its embedding, given with `start_at_layer=0`.
+
+One path builds the parameters under HookedTransformer's names and shapes (`blocks.0.attn.
+W_Q` of (n_heads, d_model, d_head), ...): 3.x copies them in; 4.x renames them to the
+native model's `nn.Linear` weights, the names TransformerLens's own tracr loader
+(transformer_lens/utilities/tracr.py) gives `TransformerBridge.load_state_dict` after
+`boot_native`, and loads them strictly.
 
 The results equal the NumPy forward pass up to float64 rounding (folding changes the
 order of a few additions); tests/interp checks whole domains. What TransformerLens cannot
 express (LayerNorms, blocks without a residual, the bilinear "linear" activation, mixed
-activations, biases of a gated MLP with no `one` direction) is refused with the reason.
+activations, biases of a gated model with no `one` direction) is refused with the reason.
 """
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import warnings
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from transformer_lens import HookedTransformer, HookedTransformerConfig
 
 from rasp_sim.errors import CompileError, RaspTypeError
 
@@ -48,10 +64,22 @@ from .tracr_backend.runtime import (as_program_types, compile_info, decode, is_n
                                     numeric_features, token_ids)
 from .weights import AttentionBlock, MLPBlock, Transformer, as_dense
 
+TL_VERSION = importlib.metadata.version("transformer-lens")
+# transformer-lens 4.0 removed HookedTransformer: its models are TransformerBridges.
+BRIDGE = int(TL_VERSION.split(".")[0]) >= 4
+if BRIDGE:
+    from transformer_lens import TransformerBridge, TransformerBridgeConfig
+else:
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
 # The weight format's activations as TransformerLens names them: "gelu" is GPT-2's tanh
 # form in both (compiler/forward.py, TransformerLens's gelu_new).
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu_new"}
 ONE = "one"  # tracr's residual direction that is 1 at every position
+ATTN_SCALE = 2.0 if BRIDGE else 1.0  # what the scores are divided by (module docstring)
+# The bias unit of a gated model's MLPs: act(BIAS_GATE) = BIAS_GATE exactly for relu and
+# gelu_new (tanh of ~160 is 1.0), and BIAS_GATE * (1 / BIAS_GATE) = 1 (powers of two).
+BIAS_GATE = 16.0
 _ROWS_PER_PASS = 1024  # inputs per forward pass in `run`: bounds the hidden layers' memory
 
 
@@ -61,8 +89,10 @@ class ExportError(CompileError):
     kind = "cannot export"
 
 
-class RaspHookedTransformer(HookedTransformer):
-    """A HookedTransformer computing a compiled rasp-sim model.
+class RaspTransformer:
+    """What `Model.to_transformer_lens` adds to TransformerLens's model: the model is a
+    `RaspTransformerBridge` (4.x) or `RaspHookedTransformer` (3.x), a subclass of both
+    this class and the library's (`_rasp_class`).
 
     `residual_labels` names each residual direction (as `Model.residual_labels`);
     `block_map[i]` is the (layer, "attn" | "mlp") sublayer that computes block i of
@@ -72,6 +102,7 @@ class RaspHookedTransformer(HookedTransformer):
     residual_labels: tuple[str, ...]
     block_map: dict[int, tuple[int, str]]
     weights: Transformer
+    cfg: Any  # the library's config (HookedTransformerConfig or TransformerBridgeConfig)
 
     def input(self, inputs: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """Keyword arguments of `self(**kw)` or `self.run_with_cache(**kw)` for inputs of
@@ -82,6 +113,7 @@ class RaspHookedTransformer(HookedTransformer):
     def run(self, inputs: Sequence[Sequence[Any]]) -> list:
         """Decoded outputs on `inputs` (any lengths), in the program's types, as
         `Model.run` gives them: the TransformerLens model's counterpart of it."""
+        model: Any = self  # a torch module as well (the library's class)
         by_length: dict[int, list[int]] = defaultdict(list)
         for i, sequence in enumerate(inputs):
             by_length[len(sequence)].append(i)
@@ -90,15 +122,23 @@ class RaspHookedTransformer(HookedTransformer):
             for members in by_length.values():
                 for start in range(0, len(members), _ROWS_PER_PASS):
                     batch = members[start:start + _ROWS_PER_PASS]
-                    logits = self(**self.input([inputs[i] for i in batch]))
+                    logits = model(**self.input([inputs[i] for i in batch]))
                     for i, values in zip(batch, decode(self.weights, logits.double().cpu().numpy())):
                         out[i] = values
         return as_program_types(self.weights, out)
 
 
+@functools.cache
+def _rasp_class(base: type) -> type:
+    """RaspTransformer's methods on the library's class `base`: RaspHookedTransformer or
+    RaspTransformerBridge."""
+    return type(f"Rasp{base.__name__}", (RaspTransformer, base),
+                {"__module__": __name__, "__doc__": RaspTransformer.__doc__})
+
+
 def model_input(weights: Transformer, inputs: Sequence[Sequence[Any]], dtype: Any = torch.float64,
                 device: Any = None) -> dict[str, Any]:
-    """`RaspHookedTransformer.input` for `weights` (checked as `Model.run` checks inputs)."""
+    """`RaspTransformer.input` for `weights` (checked as `Model.run` checks inputs)."""
     if isinstance(inputs, (str, bytes)) or not inputs:
         raise RaspTypeError("give a non-empty list of inputs, e.g. ['abc']")
     if len({len(sequence) for sequence in inputs}) > 1:
@@ -126,34 +166,37 @@ def pair_layers(blocks: Sequence[Any]) -> list[tuple[int | None, int | None]]:
     return [(attention, mlp) for attention, mlp in layers]
 
 
-def to_hooked_transformer(weights: Transformer, dtype: Any = torch.float64,
-                          device: Any = None) -> RaspHookedTransformer:
-    """The compiled model `weights` as a HookedTransformer of `dtype` (see the module's
+def to_transformer_lens(weights: Transformer, dtype: Any = torch.float64,
+                        device: Any = None) -> Any:
+    """The compiled model `weights` as a TransformerLens model of `dtype` (a
+    RaspTransformerBridge on 4.x, a RaspHookedTransformer on 3.x; see the module's
     docstring), or an ExportError saying what TransformerLens cannot express."""
     info = compile_info(weights)
     mlps = [block for block in weights.layers if isinstance(block, MLPBlock)]
     activation = _activation(weights)
     gated = any(block.gated for block in mlps)
     one = _one_direction(weights) if gated else None
-    if gated and one is None and any(_needs_folding(block) for block in mlps):
+    if gated and one is None and any(_needs_one(block) for block in mlps):
         raise ExportError(
             "a gated MLP's biases, or an ungated MLP beside gated ones, need a residual "
             "direction that is 1 at every position (TransformerLens's gated MLP has no bias "
-            "inside the product); this model has no such 'one' direction")
+            "inside the product, 4.x's none at all); this model has no such 'one' direction")
     layers = pair_layers(weights.layers)
     heads = [head for block in weights.layers if isinstance(block, AttentionBlock)
              for head in block.heads]
     n_heads = max((len(block.heads) for block in weights.layers
                    if isinstance(block, AttentionBlock)), default=1)
     d_head = max([1] + [max(_key_size(head), len(_value_columns(head))) for head in heads])
+    bias_unit = gated and any(np.any(block.b2) for block in mlps)
+    d_mlp = max([1] + [block.b1.shape[0] for block in mlps]) + bias_unit
     width = weights.width
-    cfg = HookedTransformerConfig(
+    config = dict(
         n_layers=len(layers), d_model=width, n_ctx=info["max_len"] + 1, d_head=d_head,
-        n_heads=n_heads, d_mlp=max([1] + [block.b1.shape[0] for block in mlps]),
+        n_heads=n_heads, d_mlp=d_mlp,
         d_vocab=1 if weights.token_embed is None else weights.token_embed.shape[0],
         d_vocab_out=weights.unembed.shape[1], attn_only=not mlps,
         act_fn=activation or "relu",  # an attention-only model has no MLP to use it
-        normalization_type=None, use_attn_scale=False, gated_mlp=gated,
+        normalization_type=None, use_attn_scale=BRIDGE, attn_scale=ATTN_SCALE, gated_mlp=gated,
         attention_dir="causal" if weights.causal else "bidirectional",
         positional_embedding_type="standard", default_prepend_bos=False, init_weights=False,
         dtype=dtype, device=device, model_name=f"rasp-sim {info.get('name', 'model')}")
@@ -173,19 +216,105 @@ def to_hooked_transformer(weights: Transformer, dtype: Any = torch.float64,
         if mlps:
             mlp_block = None if mlp is None else weights.layers[mlp]
             assert mlp_block is None or isinstance(mlp_block, MLPBlock)
-            state.update(_mlp_state(f"blocks.{layer}.mlp", mlp_block, width, cfg.d_mlp, gated, one))
+            state.update(_mlp_state(f"blocks.{layer}.mlp", mlp_block, width, d_mlp, gated, one))
         block_map.update({index: (layer, kind) for index, kind in ((attention, "attn"), (mlp, "mlp"))
                           if index is not None})
-    with warnings.catch_warnings():  # 3.x's notice that 4.0 drops HookedTransformer (the
-        warnings.simplefilter("ignore", DeprecationWarning)  # reason the extra pins < 4)
-        hooked = RaspHookedTransformer(cfg)
-    _load(hooked, state)
+    model = (_transformer_bridge if BRIDGE else _hooked_transformer)(config, state)
     if weights.token_embed is None:  # its W_E is a zero placeholder: token ids mean nothing
-        hooked.embed.register_forward_pre_hook(_refuse_token_ids)
-    hooked.residual_labels = tuple(weights.residual_labels or ())
-    hooked.block_map = block_map
-    hooked.weights = weights
-    return hooked
+        model.embed.register_forward_pre_hook(_refuse_token_ids)
+    model.__class__ = _rasp_class(model.__class__)  # the library built it; add RaspTransformer's
+    model.residual_labels = tuple(weights.residual_labels or ())
+    model.block_map = block_map
+    model.weights = weights
+    return model
+
+
+def _hooked_transformer(config: dict[str, Any], state: dict[str, np.ndarray]) -> Any:
+    """transformer-lens 3.x: a HookedTransformer of `config` holding `state`."""
+    with warnings.catch_warnings():  # 3.x's notice that 4.0 drops HookedTransformer
+        warnings.simplefilter("ignore", DeprecationWarning)
+        model = HookedTransformer(HookedTransformerConfig(**config))
+    _copy_parameters(model, state)
+    return model
+
+
+def _transformer_bridge(config: dict[str, Any], state: dict[str, np.ndarray]) -> Any:
+    """transformer-lens 4.x: a TransformerBridge around the native transformer of `config`
+    holding `state`, booted and loaded as TransformerLens's tracr loader does."""
+    bridge = TransformerBridge.boot_native(
+        TransformerBridgeConfig(**config), dtype=config["dtype"], device=config["device"],
+        model_name=config["model_name"])
+    native = {name: torch.as_tensor(value, dtype=bridge.cfg.dtype, device=bridge.cfg.device)
+              for name, value in _native_state(state, config["gated_mlp"]).items()}
+    # Not strict=True: 4.3 then also asks for its aliases of an ungated MLP's weights
+    # (mlp.in for the native fc_in) and for the unembedding's bias, which the native model
+    # lacks. The check that matters: every native parameter gets a value, nothing else.
+    parameters = {name.replace("._original_component", "")
+                  for name, _ in bridge.original_model.named_parameters()}
+    unexpected = bridge.load_state_dict(native, strict=False).unexpected_keys
+    if set(native) != parameters or unexpected:
+        raise AssertionError(f"TransformerLens parameters {sorted(set(native) ^ parameters)} "
+                             f"not matched, {sorted(unexpected)} unexpected (an unsupported "
+                             "transformer-lens version?)")
+    return bridge
+
+
+def _heads_in(w: np.ndarray) -> np.ndarray:
+    """W_Q, W_K, W_V (n_heads, d_model, d_head) as nn.Linear's weight (n_heads * d_head,
+    d_model): output feature h * d_head + j is head h's column j."""
+    return w.transpose(0, 2, 1).reshape(-1, w.shape[1])
+
+
+def _heads_out(w: np.ndarray) -> np.ndarray:
+    """W_O (n_heads, d_head, d_model) as nn.Linear's weight (d_model, n_heads * d_head)."""
+    return w.reshape(-1, w.shape[2]).T
+
+
+def _flat(b: np.ndarray) -> np.ndarray:
+    return b.reshape(-1)
+
+
+def _transpose(w: np.ndarray) -> np.ndarray:
+    return w.T
+
+
+# HookedTransformer's parameter (after "blocks.L.") -> the native model's (after
+# "layers.L."), and how its array is laid out there; None: no such parameter, must be 0.
+_NATIVE_BLOCK: dict[str, tuple[str | None, Callable[[np.ndarray], np.ndarray]]] = {
+    **{f"attn.W_{x}": (f"attn.{x.lower()}.weight", _heads_in) for x in "QKV"},
+    **{f"attn.b_{x}": (f"attn.{x.lower()}.bias", _flat) for x in "QKV"},
+    "attn.W_O": ("attn.o.weight", _heads_out), "attn.b_O": ("attn.o.bias", _flat),
+    "mlp.W_in": ("mlp.fc_in.weight", _transpose), "mlp.b_in": ("mlp.fc_in.bias", _flat),
+    "mlp.W_out": ("mlp.fc_out.weight", _transpose), "mlp.b_out": ("mlp.fc_out.bias", _flat),
+}
+_NATIVE_GATED = {
+    "mlp.W_gate": ("mlp.gate.weight", _transpose), "mlp.W_in": ("mlp.in.weight", _transpose),
+    "mlp.W_out": ("mlp.out.weight", _transpose), "mlp.b_in": (None, _flat),
+    "mlp.b_out": (None, _flat),
+}
+
+
+def _native_state(state: dict[str, np.ndarray], gated: bool) -> dict[str, np.ndarray]:
+    """HookedTransformer-named parameters as TransformerLens 4's native model names them
+    (transformer_lens/utilities/tracr.py's keys; nn.Linear weights are (out, in))."""
+    table = {**_NATIVE_BLOCK, **(_NATIVE_GATED if gated else {})}
+    native = {"tok_embed.weight": state["embed.W_E"], "pos.weight": state["pos_embed.W_pos"],
+              "head.weight": state["unembed.W_U"].T}
+    dropped = {"unembed.b_U": state["unembed.b_U"]}  # the native unembedding has no bias
+    for key, value in state.items():
+        if not key.startswith("blocks."):
+            continue
+        _, layer, name = key.split(".", 2)
+        target, layout = table[name]
+        if target is None:
+            dropped[key] = value
+        else:
+            native[f"layers.{layer}.{target}"] = layout(value)
+    for key, value in dropped.items():
+        if np.any(value):
+            raise AssertionError(f"{key} is not 0 but TransformerLens 4's native model has no "
+                                 "such parameter")
+    return native
 
 
 def _refuse_token_ids(module: Any, args: Any) -> None:
@@ -223,12 +352,12 @@ def _activation(weights: Transformer) -> str | None:
     return ACTIVATIONS[found.pop()] if found else None
 
 
-def _needs_folding(block: MLPBlock) -> bool:
+def _needs_one(block: MLPBlock) -> bool:
     """Whether a block of a gated model needs the `one` direction (a bias or a gate)."""
     if not block.gated:
         return True
     assert block.b_gate is not None  # a gated block has both (weights.py)
-    return bool(np.any(block.b1) or np.any(block.b_gate))
+    return bool(np.any(block.b1) or np.any(block.b_gate) or np.any(block.b2))
 
 
 def _one_direction(weights: Transformer) -> int | None:
@@ -280,7 +409,7 @@ def _attention_state(prefix: str, block: AttentionBlock | None, width: int, n_he
     for h, head in enumerate(block.heads if block is not None else ()):
         assert block is not None
         size = _key_size(head)
-        q[h, :, :size] = block.scale * as_dense(head.w_q)
+        q[h, :, :size] = (block.scale * ATTN_SCALE) * as_dense(head.w_q)
         k[h, :, :size] = as_dense(head.w_k)
         columns = _value_columns(head)
         v[h, :, :columns.size] = as_dense(head.w_v)[:, columns]
@@ -310,11 +439,13 @@ def _mlp_state(prefix: str, block: MLPBlock | None, width: int, d_mlp: int, gate
                 gate_bias = block.b_gate
             else:  # relu(x W1 + b1) = relu(x W1 + b1) * x_one
                 gate_bias = np.ones(hidden)
-            if _needs_folding(block):
-                assert one is not None  # checked by to_hooked_transformer
+            if _needs_one(block):
+                assert one is not None  # checked by to_transformer_lens
                 w1[one, :hidden] += b1[:hidden]
                 gate[one, :hidden] += gate_bias
-                b1[:] = 0.0
+                if np.any(b2):  # the bias unit, the last (to_transformer_lens sized d_mlp)
+                    w1[one, -1], gate[one, -1], w2[-1] = BIAS_GATE, 1.0 / BIAS_GATE, b2
+            b1[:], b2[:] = 0.0, 0.0
     if not gated:
         return {f"{prefix}.W_in": w1, f"{prefix}.b_in": b1, f"{prefix}.W_out": w2,
                 f"{prefix}.b_out": b2}
@@ -328,10 +459,10 @@ def _rows(matrix: Any, rows: int, width: int) -> np.ndarray:
     return np.zeros((rows, width)) if matrix is None else as_dense(matrix)[:rows]
 
 
-def _load(hooked: HookedTransformer, state: dict[str, np.ndarray]) -> None:
-    """Copy `state` into every parameter of `hooked` (created uninitialised, so a
-    parameter left out would be garbage: the key sets must be equal)."""
-    parameters = dict(hooked.named_parameters())
+def _copy_parameters(model: Any, state: dict[str, np.ndarray]) -> None:
+    """Copy `state` into every parameter of the HookedTransformer `model` (created
+    uninitialised, so a parameter left out would be garbage: the key sets must be equal)."""
+    parameters = dict(model.named_parameters())
     if set(parameters) != set(state):
         raise AssertionError(f"TransformerLens parameters {sorted(set(parameters) ^ set(state))} "
                              "not matched (an unsupported transformer-lens version?)")

@@ -125,17 +125,18 @@ class Model:
         return load_torch(self.weights, dtype, device)
 
     def to_transformer_lens(self, dtype: Any = None, device: Any = None) -> Any:
-        """The model as a TransformerLens `HookedTransformer` (float64 unless `dtype`),
-        with `.residual_labels`, `.block_map` (block index of `layers` -> (layer, "attn" |
+        """The model as a TransformerLens model (float64 unless `dtype`): a
+        `TransformerBridge` on transformer-lens 4.x, a `HookedTransformer` on 3.x, with
+        `.residual_labels`, `.block_map` (block index of `layers` -> (layer, "attn" |
         "mlp")), `.input(inputs)` and `.run(inputs)` (docs/transformer_lens.md). Raises
         an ExportError (a CompileError) for what TransformerLens cannot compute exactly.
-        Needs the `interp` extra (torch, transformer-lens 3.x)."""
+        Needs the `interp` extra (torch, transformer-lens)."""
         _require_interp("to_transformer_lens", "torch", "transformer_lens")
         import torch
 
-        from .compiler.transformer_lens_export import to_hooked_transformer
+        from .compiler.transformer_lens_export import to_transformer_lens
 
-        return to_hooked_transformer(self.weights, dtype or torch.float64, device)
+        return to_transformer_lens(self.weights, dtype or torch.float64, device)
 
     def __repr__(self) -> str:
         info = self.info

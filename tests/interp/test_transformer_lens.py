@@ -1,8 +1,11 @@
-"""`Model.to_transformer_lens()` computes the model: the HookedTransformer agrees with
-`Model.run` (the NumPy forward pass) on the whole domain of every program of the README's
-compile table, and on 10,000 random inputs of three numeric library models; its attention
-patterns are `Model.trace`'s, head by head through `block_map`; what
-TransformerLens cannot express is refused. Runs in CI's interp step (.ci/run)."""
+"""`Model.to_transformer_lens()` computes the model: the TransformerLens model (a
+TransformerBridge on transformer-lens 4.x, a HookedTransformer on 3.x: whichever is
+installed) agrees with `Model.run` (the NumPy forward pass) on the whole domain of every
+program of the README's compile table, and on 10,000 random inputs of three numeric library
+models; its attention patterns are `Model.trace`'s, head by head through `block_map`;
+ablating a head through a hook changes the output as the trace predicts; what
+TransformerLens cannot express is refused. Hook names come from `get_act_name`, which
+names them on both versions. Runs in CI's interp step (.ci/run)."""
 from __future__ import annotations
 
 import functools
@@ -18,8 +21,10 @@ pytest.importorskip("transformer_lens")
 pytest.importorskip("tracr")
 
 import rasp_sim  # noqa: E402
-from rasp_sim.compiler.weights import AttentionBlock, LayerNorm, MLPBlock  # noqa: E402
+from rasp_sim.compiler.forward import apply_block, readout  # noqa: E402
+from rasp_sim.compiler.weights import AttentionBlock, LayerNorm, MLPBlock, as_dense  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import NUMERIC_TOLERANCE  # noqa: E402
+from transformer_lens.utilities import get_act_name  # noqa: E402
 
 pytestmark = pytest.mark.interp
 
@@ -102,15 +107,87 @@ def test_cached_patterns_are_the_traces_patterns(name):
     model = classic_model(*next(row for row in CLASSIC if row[1] == name))
     hooked = model.to_transformer_lens()
     inputs = [x for x in domain(model) if len(x) == model.info["max_len"]][:64]
+    traces = [model.trace(x) for x in inputs]
     _, cache = hooked.run_with_cache(**hooked.input(inputs))
-    for index, x in enumerate(inputs):
-        heads = model.trace(x).attention
+    for index, trace in enumerate(traces):
+        heads = trace.attention
         assert heads  # every table program has heads
         for head in heads:
             layer, kind = hooked.block_map[head.block]
             assert kind == "attn" and model.layers[head.block].kind == "attention"
             got = cache["pattern", layer][index, head.head].numpy()
             np.testing.assert_allclose(got, head.pattern, rtol=0, atol=1e-12)
+    # The scores from the cached queries and keys, as docs/transformer_lens.md computes them
+    # (4.3's hook_attn_scores holds the pattern).
+    for index, block in enumerate(model.weights.layers):
+        if not isinstance(block, AttentionBlock):
+            continue
+        layer, _ = hooked.block_map[index]
+        scores = torch.einsum("bqhd,bkhd->bhqk", cache["q", layer], cache["k", layer])
+        scores = (scores / hooked.cfg.attn_scale).numpy()
+        stream = np.stack([trace.residuals[index].values for trace in traces])  # block's input
+        for h, head in enumerate(block.heads):
+            queries, keys = stream @ as_dense(head.w_q), stream @ as_dense(head.w_k)
+            expected = block.scale * queries @ np.swapaxes(keys, -1, -2)
+            np.testing.assert_allclose(scores[:, h], expected, rtol=1e-12, atol=1e-9)
+
+
+def test_the_installed_api_is_used_and_names_its_hooks():
+    import importlib.metadata
+
+    from rasp_sim.compiler.transformer_lens_export import BRIDGE
+
+    hooked = classic_model(*CLASSIC[0]).to_transformer_lens()
+    major = int(importlib.metadata.version("transformer-lens").split(".")[0])
+    assert BRIDGE == (major >= 4)
+    if BRIDGE:
+        from transformer_lens import TransformerBridge as library_class
+    else:
+        from transformer_lens import HookedTransformer as library_class
+    assert isinstance(hooked, library_class)
+    # The HookedTransformer names get_act_name gives are hooks on either version (4.x
+    # registers them as aliases of its own, e.g. hook_z for attn.o.hook_in).
+    names = [get_act_name(kind, layer) for layer in range(hooked.cfg.n_layers)
+             for kind in ("resid_pre", "resid_mid", "resid_post", "q", "k", "v", "z",
+                          "pattern", "attn_out", "pre", "post", "mlp_out")]
+    assert set(names) <= set(hooked.hook_dict)
+
+
+# most_freq: three attention blocks with MLPs between them; dyck1_state: a block of two heads
+@pytest.mark.parametrize("name", ["most_freq", "dyck1_state"])
+def test_ablating_a_head_changes_the_output_as_the_trace_predicts(name):
+    """Zero head h of attention block i through the hook on its values (hook_z): the
+    logits are those of the trace's residual stream entering block i, carried on by the
+    NumPy forward through block i without head h and the blocks after it."""
+    model = classic_model(*next(row for row in CLASSIC if row[1] == name))
+    weights = model.weights
+    hooked = model.to_transformer_lens()
+    inputs = [x for x in domain(model) if len(x) == model.info["max_len"]][:16]
+    traces = [model.trace(x) for x in inputs]
+    changed = 0
+    for index, block in enumerate(weights.layers):
+        if not isinstance(block, AttentionBlock):
+            continue
+        layer, kind = hooked.block_map[index]
+        assert kind == "attn"
+        for h in range(len(block.heads)):
+            def ablate(z, hook, h=h):
+                z[:, :, h] = 0.0
+                return z
+
+            got = hooked.run_with_hooks(**hooked.input(inputs),
+                                        fwd_hooks=[(get_act_name("z", layer), ablate)])
+            stream = np.stack([trace.residuals[index].values for trace in traces])
+            others = tuple(head for g, head in enumerate(block.heads) if g != h)
+            if others:
+                stream = apply_block(stream, replace(block, heads=others), weights.causal)
+            for later in weights.layers[index + 1:]:
+                stream = apply_block(stream, later, weights.causal)
+            expected = readout(weights, stream)
+            np.testing.assert_allclose(got.detach().numpy(), expected, rtol=0, atol=1e-9)
+            unablated = np.stack([trace.logits for trace in traces])
+            changed += int(np.any(expected.argmax(-1) != unablated.argmax(-1)))
+    assert changed  # some head's ablation changes the decoded output
 
 
 def test_layers_are_paired_and_padded():
@@ -151,11 +228,11 @@ def test_inputs_are_checked():
 
 
 def refused(model, weights, match: str) -> None:
-    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+    from rasp_sim.compiler.transformer_lens_export import to_transformer_lens
     from rasp_sim.errors import CompileError
 
     with pytest.raises(CompileError, match=match):
-        to_hooked_transformer(weights)
+        to_transformer_lens(weights)
 
 
 def test_what_transformer_lens_cannot_express_is_refused():
@@ -178,25 +255,41 @@ def test_what_transformer_lens_cannot_express_is_refused():
     refused(model, replace(weights, layers=tuple(linear)), "'linear' has no TransformerLens")
 
 
-def test_gate_biases_need_the_one_direction():
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_gate_biases_need_the_one_direction(activation):
     model = numeric_model("matmul_2x3x2", 12)
     weights = model.weights
     one = model.residual_labels.index("one")
     first = weights.layers[1]
     assert isinstance(first, MLPBlock) and first.gated
-    biased = replace(first, b1=np.full(first.b1.shape, 0.25), b_gate=np.full(first.b1.shape, -0.5))
-    with_bias = replace(weights, layers=(weights.layers[0], biased, *weights.layers[2:]))
-    # Folded through `one`, the biases are computed: the export equals the NumPy forward.
+    b2 = np.random.default_rng(3).standard_normal(first.b2.shape)
+    b2[one] = 0.0  # a block that writes `one` is refused (below)
+    biased = replace(first, b1=np.full(first.b1.shape, 0.25), b_gate=np.full(first.b1.shape, -0.5),
+                     b2=b2)
+    layers = [replace(b, activation=activation) if isinstance(b, MLPBlock) else b
+              for b in (weights.layers[0], biased, *weights.layers[2:])]
+    with_bias = replace(weights, layers=tuple(layers))
+    # Folded through `one` (b2 through one more hidden unit, 1 everywhere), the biases are
+    # computed: the export equals the NumPy forward.
     from rasp_sim.compiler.forward import embed_features, readout, residual_stream as stream
-    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+    from rasp_sim.compiler.transformer_lens_export import to_transformer_lens
     from rasp_sim.compiler.tracr_backend.runtime import numeric_features
 
-    hooked = to_hooked_transformer(with_bias)
+    hooked = to_transformer_lens(with_bias)
+    assert hooked.cfg.d_mlp == max(b.b1.shape[0] for b in layers if isinstance(b, MLPBlock)) + 1
     xs = np.random.default_rng(1).standard_normal((50, 12)).tolist()
     features = np.array([numeric_features(with_bias, x) for x in xs])[..., None]
-    expected = readout(with_bias, stream(with_bias, embed_features(with_bias, features))[-1])
-    got = hooked(**hooked.input(xs)).detach().numpy()
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    streams = stream(with_bias, embed_features(with_bias, features))
+    logits, cache = hooked.run_with_cache(**hooked.input(xs))
+    layer, kind = hooked.block_map[1]
+    assert kind == "mlp"
+    # the biased block itself to rounding (the folds are exact up to the order of the sums)
+    np.testing.assert_allclose(cache["resid_post", layer].numpy(), streams[2], rtol=0, atol=1e-12)
+    # b2 moves the next attention's queries and keys, whose scores magnify rounding: the
+    # logits agree within validation's tolerance (1e-9 relative; 2e-10 seen)
+    expected = readout(with_bias, streams[-1])
+    np.testing.assert_allclose(logits.detach().numpy(), expected, rtol=NUMERIC_TOLERANCE,
+                               atol=NUMERIC_TOLERANCE)
     # Without a `one` direction that is 1 everywhere (here: a block writes it) it is refused.
     head = weights.layers[0].heads[0]
     w_o = np.array(head.w_o)
@@ -209,7 +302,7 @@ def test_gelu_and_mlp_biases_of_an_ungated_model_are_computed():
     # Not what the compiler writes, but what the export maps: GPT-2's gelu (TransformerLens's
     # gelu_new) and b1, b2 of an ungated MLP; compared with the NumPy forward's logits.
     from rasp_sim.compiler.forward import forward
-    from rasp_sim.compiler.transformer_lens_export import to_hooked_transformer
+    from rasp_sim.compiler.transformer_lens_export import to_transformer_lens
 
     weights = classic_model(*CLASSIC[0]).weights
     rng = np.random.default_rng(2)
@@ -217,7 +310,7 @@ def test_gelu_and_mlp_biases_of_an_ungated_model_are_computed():
                            b2=rng.standard_normal(b.b2.shape))
                    if isinstance(b, MLPBlock) else b for b in weights.layers)
     changed = replace(weights, layers=layers)
-    hooked = to_hooked_transformer(changed)
+    hooked = to_transformer_lens(changed)
     assert hooked.cfg.act_fn == "gelu_new" and not hooked.cfg.gated_mlp
     inputs = [list(x) for x in itertools.product("abc", repeat=5)]
     kwargs = hooked.input(inputs)
