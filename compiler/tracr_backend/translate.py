@@ -608,7 +608,7 @@ class _Translator(ContinuousLowering):
         if summed and not numeric:
             raise Unsupported(describe(node), "sums values that are not numbers", node.span)
         if numeric and (summed or self.continuous(node.values)
-                        or not _at_most_one_key(node.selector)):
+                        or not self._selects_one_key(node.selector)):
             if not is_numeric_column([node.default]):
                 raise Unsupported(describe(node), f"default {node.default!r} for a mean of "
                                   "numbers: a numerical head can only write a number where "
@@ -629,6 +629,17 @@ class _Translator(ContinuousLowering):
         else:
             values, extra[VALUE_MAP] = folded
         return _named(rasp.Aggregate(select, values, default=None), node, CAT, **extra)
+
+    def _selects_one_key(self, sel: g.Selector) -> bool:
+        """At most one key per query: provably for every input (`_at_most_one_key`), or,
+        for a selector that reads no token, at every length of the domain, as its head
+        attends (`length - indices - 1 == indices` written through a map: a reverse)."""
+        if _at_most_one_key(sel):
+            return True
+        if not self.static.is_static(sel):
+            return False
+        return all(m is None or bool((m.sum(axis=1) <= 1).all())
+                   for m in self.static.matrices(sel))
 
     def _mean_head(self, node: g.Aggregate, select: rasp.Select,
                    extra: dict[str, Any]) -> rasp.Aggregate:

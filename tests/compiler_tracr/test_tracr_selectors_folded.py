@@ -31,3 +31,19 @@ def test_an_or_of_row_selects_over_one_coded_sop_is_one_head(driver, program):
     assert result.report.ok and result.report.mode == "exhaustive"
     record = result.weights.metadata["tracr_compile"]
     assert record["layers"] <= 2 and record["heads"] == 1
+
+
+def test_a_static_selector_that_selects_one_key_gives_a_categorical_head(driver, program):
+    """`select(length - indices - 1, indices, ==)` reads no token and selects one key per
+    query at every length: its aggregate of numbers is categorical (tracr's own reverse),
+    so a map of it needs no discretising MLP in between."""
+    root = program("opp = length - indices - 1;"
+                   "rev = aggregate(select(opp, indices, ==), tokens_int);"
+                   "y = rev * 2 + 1;", "y")
+    result = driver.compile_program(root, [0, 1, 2, 5], 4, tracr_oracle=False)
+    assert result.report.ok and result.report.mode == "exhaustive"
+    labels = result.weights.residual_labels
+    assert any(label.startswith("rev") and ":" in label for label in labels), labels
+    operations = [e["op"] for layer in result.weights.metadata["tracr_compile"]["blocks"]
+                  for e in layer]
+    assert not any(op.startswith("Map 'rev") for op in operations), operations
