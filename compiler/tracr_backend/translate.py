@@ -566,13 +566,19 @@ class _Translator(ContinuousLowering):
         if len(bases) == 1:
             return bases, fn
         node: g.SOp = side
-        chain: Callable[[Any], Any] = lambda v: v  # noqa: E731
+        maps: list[Callable[..., Any]] = []  # outermost first
         while isinstance(node, g.Map) and patterns.selector_width_of(node) is None \
                 and not self.continuous(node):
             varying, apply = self._operands(node)
             if len(varying) != 1:
                 break
-            node, chain = varying[0], (lambda v, outer=chain, inner=apply: outer(inner(v)))
+            node = varying[0]
+            maps.append(apply)
+
+        def chain(value: Any) -> Any:
+            for apply in reversed(maps):
+                value = apply(value)
+            return value
         return [node], chain
 
     def _base_function(self, node: g.SOp) -> tuple[list[g.SOp], Callable[..., Any]]:
