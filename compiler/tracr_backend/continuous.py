@@ -359,7 +359,8 @@ class ContinuousLowering:
             return None
         widths = set()
         for matrix in self.static.matrices(node.selector):
-            widths |= set(matrix.sum(axis=1).tolist())
+            if matrix is not None:  # None: the program fails at that length (static.py)
+                widths |= set(matrix.sum(axis=1).tolist())
         widths.discard(0)
         if len(widths) > 1:
             return None
@@ -434,9 +435,10 @@ def used_leaves(terms: list[tuple[tuple, dict]]) -> set:
 
 
 def positions_coefficient(region: Region, terms: list[tuple[tuple, dict]], key: Any,
-                          static: StaticValues) -> list[np.ndarray] | None:
+                          static: StaticValues) -> list[np.ndarray | None] | None:
     """Per length, per position: the coefficient with which the region uses leaf `key`
-    (any monomial containing it), or None if the bases are not static."""
+    (any monomial containing it), or None if the bases are not static; a length's row is
+    None where the program fails at that length (static.py)."""
     if not all(static.is_static(b) for b in region.bases):
         return None
     index = {a: i for i, a in enumerate(region.assignments)}
@@ -445,8 +447,11 @@ def positions_coefficient(region: Region, terms: list[tuple[tuple, dict]], key: 
         if any(atom == ("leaf", key) for atom in monomial):
             for i, c in coefficients.items():
                 uses[i] = uses.get(i, 0.0) + abs(c)
-    out = []
+    out: list[np.ndarray | None] = []
     for columns in static.columns(region.bases):
+        if columns is None:
+            out.append(None)
+            continue
         n = columns.shape[1] if columns.ndim == 2 else 0
         row = np.zeros(n)
         for p in range(n):

@@ -122,7 +122,7 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     if not 1 <= min_len <= max_len:
         raise Unsupported("min-len", f"must be between 1 and max-len {max_len}, got {min_len}")
     translation = translate(simplify(root), vocab_values, max_len, min_len=min_len,
-                            numeric=numeric)
+                            numeric=numeric, causal=causal)
     extracted = _extract_graph(translation.sink)
     graph = extracted.graph
     exactness = annotate_graph(graph, translation.value_sets)

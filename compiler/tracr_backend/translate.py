@@ -61,14 +61,16 @@ class Translation:
 
 
 def translate(root: g.SOp, vocab: Sequence[Any], max_len: int, *, min_len: int = 1,
-              numeric: NumericDomain | None = None) -> Translation:
+              numeric: NumericDomain | None = None, causal: bool = False) -> Translation:
     """`root` as a tracr program over `vocab` (values as the program's tokens see them),
-    or over real-valued tokens (`numeric`, vocab unused) of lengths min_len..max_len."""
+    or over real-valued tokens (`numeric`, vocab unused) of lengths min_len..max_len;
+    `causal`: for a model whose heads attend to keys k <= q only, so that what the
+    lowering reads at compile time (a sum's width, static.py) is what that model computes."""
     check_graph(root)
     network = g.to_networkx(root)
     consumers = {id(n): d for n, d in network.out_degree()}
     translator = _Translator(ValueSets(vocab, max_len), consumers,
-                             StaticValues(min_len, max_len), numeric)
+                             StaticValues(min_len, max_len, causal), numeric)
     translator.read_by_maps_only = {id(n) for n in network
                                     if all(isinstance(u, g.Map) for u in network.successors(n))}
     sink = translator.sop(root)
@@ -364,6 +366,8 @@ class _Translator(ContinuousLowering):
                               "query using it selects itself", total.span)
         for n, (used, matrix) in zip(self.static.lengths,
                                      zip(where, self.static.matrices(total.selector))):
+            if used is None or matrix is None:  # the program fails at n (static.py)
+                continue
             bad = [q for q in range(n) if used[q] != 0 and not matrix[q, q]]
             if bad:
                 raise Unsupported(describe(total), f"is a softmax's normaliser, but at length "
@@ -394,6 +398,8 @@ class _Translator(ContinuousLowering):
         rows: dict[int, tuple[int, ...]] = {}
         for n, used, matrix in zip(self.static.lengths, where,
                                    self.static.matrices(parts.selector)):
+            if used is None or matrix is None:  # the program fails at n (static.py)
+                continue
             for q in np.flatnonzero(used).tolist():
                 row = tuple(np.flatnonzero(matrix[q]).tolist())
                 if q not in row or any((matrix[k] != matrix[q]).any() for k in row):
@@ -461,6 +467,8 @@ class _Translator(ContinuousLowering):
             return False
         for used, selection, grouping in zip(coefficient, self.static.matrices(sel),
                                              self.static.matrices(classes_of)):
+            if used is None or selection is None or grouping is None:  # fails there
+                continue
             for q in range(len(used)):
                 keys = np.flatnonzero(selection[q])
                 if not all((grouping[k] == grouping[q]).all() for k in keys):

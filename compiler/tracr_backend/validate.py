@@ -51,6 +51,7 @@ from rasp_sim.evaluate import evaluate_defined
 
 from ..weights import Transformer
 from .runtime import NUMERIC_TOLERANCE, run_ids
+from .static import causal_nodes
 
 EXHAUSTIVE_LIMIT = 100_000
 DEFAULT_SAMPLES = 10_000
@@ -333,18 +334,8 @@ def agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
 
 def causal_program(root: g.SOp) -> g.SOp:
     """What a causal model computes: the selector of every aggregate, whole, restricted to
-    keys k <= query q. The mask applies to the attention pattern, so to the selector as a
-    head computes it (`not select(...)` does not select later keys), not to each select."""
-    copies: dict[int, g.Node] = {}
-    positions = g.Indices(name="indices")
-    for node in g.ancestors(root):
-        children = [copies[id(child)] for child in node.children()]
-        if isinstance(node, g.Aggregate):
-            children[0] = g.SelectorAnd(
-                left=cast(g.Selector, children[0]), span=node.selector.span,
-                right=g.Select(keys=positions, queries=positions, op="<="))
-        copies[id(node)] = node.with_children(children)
-    return cast(g.SOp, copies[id(root)])
+    keys k <= q (static.causal_nodes, which the compile-time static values use too)."""
+    return cast(g.SOp, causal_nodes([root])[0])
 
 
 def vocabulary_ids(tokens: Sequence[Any], vocab: Sequence[Any]) -> np.ndarray:
