@@ -178,6 +178,11 @@ class ValueSets:
             default = expr.annotations[DEFAULT] if DEFAULT in expr.annotations else None
             if rasp.is_categorical(expr):
                 return values | ({typed(default)} if default is not None else set()), aliases
+            if SCALE in expr.annotations:  # a sum of a fixed width k (translate.py): the
+                # head writes k x the mean, the sums of k values (not their means)
+                return self._means(expr, _with_members(values, aliases),
+                                   0 if default is None else default, summed=True,
+                                   width=expr.annotations[SCALE]), {}
             return self._means(expr, _with_members(values, aliases),
                                0 if default is None else default), {}
         if SUM in expr.annotations:  # width x mean (translate.py): the sums themselves
@@ -259,15 +264,16 @@ class ValueSets:
             return self._images(expr, expr.annotations[VALUE_MAP], [expr.sop])
         return set(self.of(expr.sop)), dict(self.aliases[expr.sop.label])
 
-    def _means(self, expr: rasp.SOp, values: set, default: Any, summed: bool = False) -> set:
-        """All means (or, `summed`, sums) of 1..max_len selected values, and the empty
-        row's default, as rasp-sim computes them: sum(selected) * 1.0 / width (a bool adds
-        as 0 or 1; one selected value is itself, a bool kept as a Flag, apart from the 0 or
-        1 it equals)."""
+    def _means(self, expr: rasp.SOp, values: set, default: Any, summed: bool = False,
+               width: int | None = None) -> set:
+        """All means (or, `summed`, sums) of n = 1..max_len selected values (n = `width`
+        only, if given: a sum of a fixed width), and the empty row's default, as rasp-sim
+        computes them: sum(selected) * 1.0 / n (a bool adds as 0 or 1; one selected value
+        is itself, a bool kept as a Flag, apart from the 0 or 1 it equals)."""
         values = {plain(v) for v in values}
         out: set = {default}
         sums: set = {0}
-        for width in range(1, self.max_len + 1):
+        for n in range(1, self.max_len + 1 if width is None else width + 1):
             if len(sums) * len(values) > MAX_TABLE:
                 raise Unsupported(_name(expr), "its mean takes too many distinct values "
                                   f"to enumerate (over {MAX_TABLE:,} sums), and a block that "
@@ -275,10 +281,12 @@ class ValueSets:
                                   "mean is a table over its values (means, sums, + and - "
                                   "of it, and the output, need none)", _span(expr))
             sums = {s + v for s in sums for v in values}
-            if width == 1:
+            if width is not None and n < width:
+                continue
+            if n == 1:
                 out |= {typed(v) for v in values}
             else:
-                out |= sums if summed else {s * 1.0 / width for s in sums}
+                out |= sums if summed else {s * 1.0 / n for s in sums}
         return out
 
 

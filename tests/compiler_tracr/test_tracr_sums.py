@@ -78,3 +78,34 @@ def test_the_torch_module_computes_the_product():
     ids = np.array([token_ids(model.weights, [3, 0, 2, 2])])
     got = model.to_torch()(torch.as_tensor(ids)).detach().numpy()
     assert np.allclose(got, forward(model.weights, ids), rtol=0, atol=1e-12)
+
+
+# Found by the random width programs (test_tracr_random_programs.py): a sum over a
+# position-only selector that selects 0 or k keys is a mean head scaled by k, and what
+# reads it (a map's table, a select) reads its value set, which held the means of the
+# values, not their sums: `v1 + 1` had no row for the sum 2 and gave 2 for 3.
+@pytest.mark.parametrize("reader", ["y = v1 + 1;", "y = v1 + x;",
+                                    "y = selector_width(select(v1, x + 1, ==));"])
+def test_what_reads_a_sum_of_a_fixed_width_reads_its_sums(reader):
+    program = rasp_sim.parse(f"x = tokens_int;\nv1 = sum(select(length, 2, ==), x);\n{reader}")
+    model = rasp_sim.compile(program, "y", vocab=[0, 1], max_len=3)
+    assert model.info["validation"]["mode"] == "exhaustive"
+    inputs = [[1, 1], [1, 0], [0, 1, 1]]
+    assert model.run(inputs) == program.run(inputs, "y")
+
+
+# A position-only value that fails at one length fails on every input of that length:
+# those are outside the program's domain, as validation counts them. Reading the sum's
+# width there raised the interpreter's error at compile time ("division by zero ... on
+# input 0 ([0, 0])"), or, causal, for the mean of a column of bools only.
+@pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
+@pytest.mark.parametrize("source", [
+    "d = 1 / (length - 2);\ny = sum(select(d, 0.5, <), x);",
+    "w = selector_width(select(0, 0, !=));\nb = (w == 0) if w < 1 else w;\n"
+    "m = aggregate(select(0, 0, ==), b);\ny = sum(select(0, m, ==), x);",
+], ids=["division-by-zero", "mean-of-bools-only"])
+def test_a_sum_whose_selector_fails_at_a_length_compiles_for_the_others(source, causal):
+    program = rasp_sim.parse(f"x = tokens_int;\n{source}")
+    model = rasp_sim.compile(program, "y", vocab=[0, 1], max_len=3, causal=causal)
+    validation = model.info["validation"]
+    assert validation["mode"] == "exhaustive" and validation["undefined"] > 0
