@@ -245,7 +245,10 @@ def _features(selectors: Sequence[g.Selector], inputs: list[list]
         width = np.broadcast_to(values[selector], (len(defined), n, n)).sum(axis=2)
         columns += [(width == 0).any(axis=1), (width == 1).any(axis=1),
                     (width == n).any(axis=1)]
-    return np.stack(columns, axis=1).reshape(len(defined), -1), defined
+    # The shape given whole: where the interpreter fails on every input of the chunk
+    # (a value read by the selectors fails at this length), there are no rows, and -1
+    # cannot be inferred from an empty array.
+    return np.stack(columns, axis=1).reshape(len(defined), 3 * len(selectors)), defined
 
 
 def _greedy_cover(features: np.ndarray, covered: np.ndarray) -> list[int]:

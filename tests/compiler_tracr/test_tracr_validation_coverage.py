@@ -175,3 +175,45 @@ def test_edge_cases_come_from_inputs_the_program_is_defined_on(program):
     for n, block in rows.items():
         covering = v.covering_rows(len(VOCAB), n).tolist()
         assert all(0 not in row for row in block.tolist() if row not in covering)
+
+
+# A value that fails on every input of one length, read by a select: at length 2 the
+# column `b` holds bools only, whose mean of two is outside the domain (a column mixing
+# bools and ints elsewhere), or a division by length - 2. The candidate pool of that
+# length has no input the program is defined on; building its features raised
+# "cannot reshape array of size 0 into shape (0,newaxis)", an internal error of compile.
+# That length now adds no edge case, and its inputs are counted outside the domain.
+FAILING_AT_LENGTH_2 = [
+    pytest.param("b = (x == 0) if length == 2 else x;\n"
+                 "m = aggregate(select(indices, indices, <=), b);\n"
+                 "y = selector_width(select(m, m, ==));", id="mean-of-bools-only"),
+    pytest.param("d = x + 1 / (length - 2);\ny = selector_width(select(d, d, ==));",
+                 id="division-by-zero"),
+]
+
+
+@pytest.mark.parametrize("source", FAILING_AT_LENGTH_2)
+def test_a_length_the_program_fails_on_adds_no_edge_cases(driver, program, source):
+    root = program("x = tokens_int;\n" + source + "\n", "y")
+    rows, _ = v.structured_inputs(root, VOCAB, MAX_LEN, seed=0)
+    covering = v.covering_rows(len(VOCAB), 2)
+    assert rows[2].tolist() == covering.tolist()
+    result = driver.compile_program(root, VOCAB, MAX_LEN, samples=SAMPLES, tracr_oracle=False)
+    report = result.report
+    assert report.mode == "sampled" and report.ok and report.undefined >= len(covering)
+
+
+def test_a_sampled_domain_mostly_outside_the_program_warns_as_an_exhaustive_one(tmp_path,
+                                                                               capsys):
+    from rasp_sim.cli import main
+    source = tmp_path / "one.rasp"  # defined on length 1 only; a select reads the failure
+    source.write_text("x = tokens_int;\nd = x + 1 / indicator(length == 1);\n"
+                      "y = selector_width(select(d, d, ==));\n")
+    for vocab, max_len, mode in (("0,1,2", "3", "exhaustive"),
+                                 (",".join(map(str, VOCAB)), str(MAX_LEN), "sampled")):
+        assert main(["compile", str(source), "--name", "y", "--vocab", vocab, "--max-len",
+                     max_len, "-o", str(tmp_path / "one.npz")]) == 0
+        out, err = capsys.readouterr()
+        assert f"validated {mode} on" in out
+        assert "are outside the program's domain (the interpreter fails on them)" in err
+        assert "--min-len" in err
