@@ -222,6 +222,7 @@ class _Compilable:
         self.selectors: list[str] = []
         self.selector_reads: dict[str, set[str]] = {}  # selector -> means-derived s-ops
         self.scaled_means: list[str] = []  # means of scaled tokens (floats, near-equal ones)
+        self.sums: set[str] = set()  # sums of non-sums, which a sum may read
         self.lines = ["x = tokens_int;"]
         self.fresh = 0
 
@@ -293,12 +294,46 @@ def _selector(draw, p: _Compilable, depth: int = 2, read: set | None = None) -> 
     return f"select({sides[0]}, {sides[1]}, {draw(st.sampled_from(_COMPARISONS))})"
 
 
-def _compilable_statement(draw, p: _Compilable) -> None:
-    kind = draw(st.sampled_from(("arith", "arith", "compare", "where", "select", "mean",
-                                 "mean", "categorical", "categorical", "width", "width",
-                                 "scaled mean", "scaled mean", "scaled product",
-                                 "scaled product", "mixed mean")))
-    if kind == "scaled mean":  # a mean of scaled tokens, then maybe a select on it
+# Position-only s-ops: a select on two of them does not read the tokens, so the compiler
+# reads its width at compile time (a sum over it is a mean scaled by a fixed width where
+# every query selects 0 or k keys; with --causal, k <= q restricts those keys).
+_POSITIONAL = ("indices", "length - indices", "length - indices - 1", "indices - 1",
+               "indices % 2", "length", "0", "1")
+
+
+def _positional_selector(draw) -> str:
+    return (f"select({draw(st.sampled_from(_POSITIONAL))}, "
+            f"{draw(st.sampled_from(_POSITIONAL))}, {draw(st.sampled_from(_COMPARISONS))})")
+
+
+_KINDS = ("arith", "arith", "compare", "where", "select", "mean", "mean", "categorical",
+          "categorical", "width", "width", "scaled mean", "scaled mean", "scaled product",
+          "scaled product", "mixed mean")
+# The lowerings that multiply or divide by a count of selected keys, drawn more often:
+# sums over any selector (width x mean), sums and widths over position-only selectors
+# (a width known at compile time), and `length` read by them.
+_WIDTH_KINDS = ("sum", "sum", "positional sum", "positional sum", "positional width",
+                "positional select", "length sum")
+
+
+def _compilable_statement(draw, p: _Compilable, widths: bool = False) -> None:
+    kind = draw(st.sampled_from(_KINDS + _WIDTH_KINDS if widths else _KINDS))
+    if kind in ("sum", "positional sum", "length sum"):  # rasp-sim's sum: width x mean
+        selector = _selector(draw, p) if kind == "sum" else _positional_selector(draw)
+        values = "length" if kind == "length sum" else draw(st.sampled_from(
+            [n for n in p.numbers if n not in p.fractions or n in p.sums]))
+        default = draw(st.sampled_from(("", ", 0", ", 1", ", -1")))
+        # Sums of ints are ints, but up to max-len times as many: read as the means are
+        # (no mean of them, one per select or table), and a sum of a sum at most.
+        name = p.bind(p.numbers, f"sum({selector}, {values}{default})")
+        p.fractions.add(name)
+        if values not in p.sums:
+            p.sums.add(name)
+    elif kind == "positional width":
+        p.bind(p.numbers, f"selector_width({_positional_selector(draw)})")
+    elif kind == "positional select":  # for later sums, means, widths and composites
+        p.selector_reads[p.bind(p.selectors, _positional_selector(draw))] = set()
+    elif kind == "scaled mean":  # a mean of scaled tokens, then maybe a select on it
         scaled = p.bind(p.numbers, draw(st.sampled_from(_SCALED)))
         default = draw(st.sampled_from(("", ", 0", ", 0.5")))
         mean = p.bind(p.numbers, f"aggregate({_selector(draw, p)}, {scaled}{default})")
@@ -374,7 +409,7 @@ def _compilable_statement(draw, p: _Compilable) -> None:
 
 
 @st.composite
-def compilable_programs(draw, max_statements: int = 5) -> str:
+def compilable_programs(draw, max_statements: int = 5, widths: bool = False) -> str:
     """Text of a random program over `tokens_int` (as `x`) in the fragment the tracr
     backend lowers: arithmetic and comparison maps, selects with and/or/not, numerical
     means with default 0 or another, means of scaled tokens (`x * 0.1`) as select keys
@@ -382,10 +417,12 @@ def compilable_programs(draw, max_statements: int = 5) -> str:
     position-dependent factor) compared or rounded, means of columns mixing bools and ints,
     categorical aggregates (at most one key) with numeric or boolean defaults, selector
     widths; later statements read earlier ones, so means feed maps and selects. The
-    program's value is bound to `y`."""
+    program's value is bound to `y`. `widths` adds, often, what multiplies or divides by
+    a count of selected keys: sums over any selector, and sums and selector widths over
+    selects of position-only s-ops (a width the compiler reads at compile time)."""
     p = _Compilable()
     for _ in range(draw(st.integers(1, max_statements))):
-        _compilable_statement(draw, p)
+        _compilable_statement(draw, p, widths)
     last = p.lines[-1].split(" = ")[0]
     if last in p.selectors or last == "x":  # a selector is no output: read it
         last = p.bind(p.numbers, f"selector_width({p.selectors[-1]})" if p.selectors

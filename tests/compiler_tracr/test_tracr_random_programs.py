@@ -9,7 +9,9 @@ vocabulary and length, so validation is exhaustive; the property: refused with a
 and a location, or validated on every input of the declared domain. No compile may fail
 its own validation: each such failure is a lowering bug to fix or a refusal to add. A
 generator that mostly gets refused would prove nothing, so at least half of the programs
-must validate.
+must validate. The same programs are compiled with --causal too, and a second draw adds
+what multiplies or divides by a count of selected keys (sums over any selector, sums and
+selector widths over position-only selects), with and without --causal.
 
 The BOS miscompiles these programs found (an aggregate's default, or a value written at
 BOS, reaching a later select, aggregate or map) are fixed in the lowering
@@ -30,12 +32,14 @@ from rasp_sim.compiler.tracr_backend.validate import domain_size  # noqa: E402
 
 from program_strategy import compilable_programs  # noqa: E402
 
-def _outcome(driver, program, text: str, size: int, max_len: int) -> str:
+def _outcome(driver, program, text: str, size: int, max_len: int, causal: bool = False
+             ) -> str:
     """Compile and validate: 'refused' (with a reason and a location) or 'validated' on
     the whole domain; any other outcome fails."""
     root = program(text, "y")
     try:
-        result = driver.compile_program(root, list(range(size)), max_len, tracr_oracle=False)
+        result = driver.compile_program(root, list(range(size)), max_len, tracr_oracle=False,
+                                        causal=causal)
     except Unsupported as refusal:
         assert refusal.reason and refusal.span is not None, refusal.format()
         event(f"refused: {refusal.construct.split(' ')[0]}")
@@ -44,19 +48,20 @@ def _outcome(driver, program, text: str, size: int, max_len: int) -> str:
     assert report.mode == "exhaustive" and report.inputs == domain_size(size, max_len)
     if report.ok:
         return "validated"
-    assert report.disagreement is None, f"{text}vocab 0..{size - 1}, max-len {max_len}: " \
-                                        f"{report.disagreement.describe()}"
+    assert report.disagreement is None, f"{text}vocab 0..{size - 1}, max-len {max_len}" \
+        f"{', causal' if causal else ''}: {report.disagreement.describe()}"
     raise AssertionError(f"{text}nothing compared")
 
 
-def _check_random_programs(driver, program, examples: int, derandomize: bool) -> None:
+def _check_random_programs(driver, program, examples: int, derandomize: bool, *,
+                           causal: bool = False, widths: bool = False) -> None:
     outcomes: Counter = Counter()
 
     @settings(max_examples=examples, deadline=None, derandomize=derandomize,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-    @given(compilable_programs(), st.integers(2, 4), st.integers(3, 5))
+    @given(compilable_programs(widths=widths), st.integers(2, 4), st.integers(3, 5))
     def check(text: str, size: int, max_len: int) -> None:
-        outcomes[_outcome(driver, program, text, size, max_len)] += 1
+        outcomes[_outcome(driver, program, text, size, max_len, causal)] += 1
 
     check()
     # Counted here, not in a later test: under xdist another worker may run that one.
@@ -75,6 +80,34 @@ def test_many_random_programs_are_refused_or_validated_on_their_whole_domain(dri
     # (one run of the slow suite took 570 s against 263 s for the run before). Explore
     # new programs by running it with derandomize=False by hand.
     _check_random_programs(driver, program, 500, derandomize=True)
+
+
+# What multiplies or divides by a count of selected keys (sums, as a mean scaled by a
+# width known at compile time or as width x mean; selector widths; `length`), drawn often,
+# with and without --causal: a causal model's heads see only keys k <= q, so every width
+# the compiler reads at compile time must be the causal one (static.py). A sum over
+# select(length - indices, ...) was lowered with its non-causal width 1 and failed its own
+# validation.
+@pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
+def test_random_width_programs_are_refused_or_validated_on_their_whole_domain(
+        driver, program, causal):
+    _check_random_programs(driver, program, 100, derandomize=True, causal=causal,
+                           widths=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
+def test_many_random_width_programs_are_refused_or_validated_on_their_whole_domain(
+        driver, program, causal):
+    _check_random_programs(driver, program, 500, derandomize=True, causal=causal,
+                           widths=True)
+
+
+def test_random_causal_programs_are_refused_or_validated_on_their_whole_domain(
+        driver, program):
+    # The first test's programs, compiled with --causal (means, categorical aggregates
+    # and widths whose heads see keys k <= q only).
+    _check_random_programs(driver, program, 100, derandomize=True, causal=True)
 
 
 # Minimal programs of the miscompiles the random programs found before the BOS fixes
