@@ -646,14 +646,18 @@ class _Translator(ContinuousLowering):
 
     def _selects_one_key(self, sel: g.Selector) -> bool:
         """At most one key per query: provably for every input (`_at_most_one_key`), or,
-        for a selector that reads no token, at every length of the domain, as its head
-        attends (`length - indices - 1 == indices` written through a map: a reverse)."""
+        for a selector that reads no token and selects somewhere, at every length of the
+        domain, as its head attends (`length - indices - 1 == indices` written through a
+        map: a reverse)."""
         if _at_most_one_key(sel):
             return True
         if not self.static.is_static(sel):
             return False
-        return all(m is None or bool((m.sum(axis=1) <= 1).all())
-                   for m in self.static.matrices(sel))
+        matrices = [m for m in self.static.matrices(sel) if m is not None]
+        # one that never selects is its default everywhere: the numerical head (a
+        # constant, and a linear term of a sum) costs no MLP
+        return (any(bool(m.any()) for m in matrices)
+                and all(bool((m.sum(axis=1) <= 1).all()) for m in matrices))
 
     def _mean_head(self, node: g.Aggregate, select: rasp.Select,
                    extra: dict[str, Any]) -> rasp.Aggregate:
