@@ -316,3 +316,31 @@ def test_gelu_and_mlp_biases_of_an_ungated_model_are_computed():
     kwargs = hooked.input(inputs)
     expected = forward(changed, kwargs["input"].numpy())
     np.testing.assert_allclose(hooked(**kwargs).detach().numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("make, vocab, max_len, causal", [
+    (lambda rasp, lib: lib.make_sort_unique(rasp.tokens, rasp.tokens), [1, 2, 3, 4], 4, False),
+    (lambda rasp, lib: lib.make_frac_prevs(rasp.tokens == "a"), ["a", "b"], 5, True),
+    (lambda rasp, lib: lib.shift_by(1, rasp.tokens), ["a", "b", "c"], 4, True),
+], ids=["sort_unique", "frac_prevs", "shift_by"])
+def test_a_tracr_program_goes_to_transformer_lens_proven(make, vocab, max_len, causal):
+    """tracr Python -> rasp-sim proven model -> TransformerLens (docs/tracr.md): the
+    exported model agrees with the proven one on its whole domain, and both with tracr's
+    rasp.evaluate wherever it gives a value (causal: on each prefix)."""
+    from tracr.compiler import lib
+    from tracr.rasp import rasp
+
+    program = make(rasp, lib)
+    model = rasp_sim.compile_tracr(program, set(vocab), max_len, causal=causal,
+                                   exhaustive=True, workers=1)
+    assert model.proof is not None and model.validated
+    hooked = model.to_transformer_lens()
+    inputs = domain(model)
+    outputs = model.run(inputs)
+    assert disagreements(outputs, hooked.run(inputs)) == []
+    for tokens, row in zip(inputs, outputs):
+        for position, value in enumerate(row):
+            seen = tokens[:position + 1] if causal else tokens
+            want = rasp.evaluate(program, seen)[position]
+            if want is not None:
+                assert abs(value - want) <= 1e-9 if isinstance(want, float) else value == want
