@@ -113,10 +113,12 @@ def _load(spec: str) -> tuple[str | None, Any, list | None, int | None]:
             if not path.is_file():
                 raise ImportFailed(f"{module_name}: no such Python file")
             sys.path.insert(0, str(path.resolve().parent))  # its own imports
-            loader = importlib.util.spec_from_file_location(path.stem, path)
+            # a private module name: a file called json.py must not replace the json module
+            name = f"rasp_sim_from_tracr_{path.stem}"
+            loader = importlib.util.spec_from_file_location(name, path)
             assert loader is not None and loader.loader is not None
             module = importlib.util.module_from_spec(loader)
-            sys.modules[path.stem] = module
+            sys.modules[name] = module  # dataclasses and pickling look modules up by name
             loader.loader.exec_module(module)
         else:
             sys.path.insert(0, os.getcwd())  # as `python -m` finds modules

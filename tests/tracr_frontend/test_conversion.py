@@ -250,3 +250,23 @@ def test_inputs_outside_the_vocabulary_fail_located() -> None:
     with pytest.raises(RaspError) as caught:
         program.run([[1, 5]])
     assert caught.value.span is not None and caught.value.span.line > 1
+
+
+def test_a_converted_program_does_what_a_program_does(tmp_path) -> None:
+    """run_batch, analyse, the notebook picture, compile with a proof, trace and save."""
+    import numpy as np
+
+    import rasp_sim
+    from tracr.compiler import lib
+
+    sop = lib.make_sort_unique(rasp.tokens, rasp.tokens)
+    program = from_tracr(sop, {1, 2, 3}, 3)
+    batch = program.run_batch(np.array([[3, 1, 2], [2, 3, 1]]))
+    assert batch.tolist() == [[1, 2, 3], [1, 2, 3]]
+    assert len(program.analyse().layers) >= 1
+    assert program._repr_svg_().lstrip().startswith("<")
+    model = rasp_sim.compile(program, vocab=[1, 2, 3], max_len=3, exhaustive=True, workers=1)
+    assert model.proof is not None and model.proof["inputs"] == 3 + 9 + 27
+    assert model.trace([3, 1, 2]).output == [1, 2, 3]
+    model.save(tmp_path / "sorted.npz")
+    assert rasp_sim.load_model(tmp_path / "sorted.npz").run([[2, 1]]) == [[1, 2]]
