@@ -649,7 +649,7 @@ class _Translator(ContinuousLowering):
         for a selector that reads no token and selects somewhere, at every length of the
         domain, as its head attends (`length - indices - 1 == indices` written through a
         map: a reverse)."""
-        if _at_most_one_key(sel):
+        if _at_most_one_key(sel) or self._equal_to_distinct_keys(sel):
             return True
         if not self.static.is_static(sel):
             return False
@@ -658,6 +658,47 @@ class _Translator(ContinuousLowering):
         # constant, and a linear term of a sum) costs no MLP
         return (any(bool(m.any()) for m in matrices)
                 and all(bool((m.sum(axis=1) <= 1).all()) for m in matrices))
+
+    def _equal_to_distinct_keys(self, sel: g.Selector) -> bool:
+        """`select(keys, q, ==)` whose keys differ at every position of every input (or an
+        `and` with one): each query equals at most one of them."""
+        if isinstance(sel, g.SelectorAnd):
+            return (self._equal_to_distinct_keys(sel.left)
+                    or self._equal_to_distinct_keys(sel.right))
+        return isinstance(sel, g.Select) and sel.op == "==" and self._distinct(sel.keys)
+
+    def _distinct(self, node: g.SOp) -> bool:
+        """Whether `node` takes a different value at every position of every input:
+        - a node that reads no token, checked at every length of the domain;
+        - the rank of such a node among its own values (`selector_width(select(x, x, <))`:
+          the sort of tracr's library and rasp-sim's);
+        - a map one-to-one on the product of its varying inputs' values, one of which is
+          distinct (`tokens + indices / 100`: two positions differ in that input, so in
+          the tuple of inputs, so in the value)."""
+        if self.static.is_static(node):
+            return all(column is None or len(set(column[0].tolist())) == column.shape[1]
+                       for column in self.static.columns([node]))
+        ranked = patterns.selector_width_of(node)
+        if ranked is not None:
+            return (isinstance(ranked, g.Select) and ranked.keys is ranked.queries
+                    and ranked.op in ("<", "<=", ">", ">=") and self._distinct(ranked.keys))
+        if not isinstance(node, g.Map) or self.continuous(node):
+            return False
+        varying, apply = self._operands(node)
+        if not any(self._distinct(v) for v in varying):
+            return False
+        sets = [self.values_of(v) for v in varying]
+        if any(values is None for values in sets) \
+                or math.prod(len(values) for values in sets if values is not None) > MAX_TABLE:
+            return False
+        image = total(apply)
+        seen: set = set()
+        for combo in itertools.product(*(sorted(v, key=repr) for v in sets if v is not None)):
+            value = image(*combo)
+            if value is None or value in seen:
+                return False
+            seen.add(value)
+        return True
 
     def _mean_head(self, node: g.Aggregate, select: rasp.Select,
                    extra: dict[str, Any]) -> rasp.Aggregate:

@@ -47,3 +47,20 @@ def test_a_static_selector_that_selects_one_key_gives_a_categorical_head(driver,
     operations = [e["op"] for layer in result.weights.metadata["tracr_compile"]["blocks"]
                   for e in layer]
     assert not any(op.startswith("Map 'rev") for op in operations), operations
+
+
+@pytest.mark.parametrize("keys, categorical", [
+    ("rank", True),  # the rank of distinct keys: a sort's gather selects one key
+    ("tokens_int", False),  # repeated tokens: several keys may be equal to a query
+    ("tokens_int + indices", False),  # not one-to-one: 1 + 0 == 0 + 1
+])
+def test_equality_with_distinct_keys_gives_a_categorical_head(driver, program, keys,
+                                                              categorical):
+    root = program("unique = tokens_int + indices / 10;"
+                   "rank = selector_width(select(unique, unique, <));"
+                   f"s = aggregate(select({keys}, indices, ==), tokens_int);"
+                   "y = s * 2 + 1;", "y")
+    result = driver.compile_program(root, [0, 1, 2], 4, tracr_oracle=False)
+    assert result.report.ok and result.report.mode == "exhaustive"
+    labels = result.weights.residual_labels
+    assert any(label.startswith("s_") and ":" in label for label in labels) == categorical
