@@ -69,4 +69,5 @@ def test_the_summary_counts_cases() -> None:
     lines = bench.summary([good, wrong])
     assert "tracr compiles 2, rasp-sim 1" in lines[0]
     assert lines[1].endswith(": 1 cases") and lines[2].endswith(": 0 cases")
-    assert "['b']" in lines[3] and "median 2.00x" in lines[-1]
+    assert "['b']" in lines[3] and "median 2.00x" in lines[5]
+    assert "cases above 1e-6: 0" in lines[-1]
