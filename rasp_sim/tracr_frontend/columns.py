@@ -60,14 +60,14 @@ def atom(value: Any, label: str, context: str) -> Any:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         raise ConversionError(f"{label}: {context} gives {value!r}; rasp-sim atoms are finite "
-                            "numbers, strings and bools")
+                              "numbers, strings and bools")
     if isinstance(value, str) and any(c in value for c in '"\r\n'):
         raise ConversionError(f"{label}: {context} gives the string {value!r}; a RASP string "
-                            "literal cannot hold a double quote or a line break")
+                              "literal cannot hold a double quote or a line break")
     if isinstance(value, (bool, int, float, str)):
         return value
     raise ConversionError(f"{label}: {context} gives {value!r} (a {type(value).__name__}); "
-                        "rasp-sim atoms are numbers, strings and bools")
+                          "rasp-sim atoms are numbers, strings and bools")
 
 
 def column(label: str, real: Iterable[Any], nulls: Iterable[Any] = (),
@@ -79,10 +79,10 @@ def column(label: str, real: Iterable[Any], nulls: Iterable[Any] = (),
     if len(kinds) > 1:
         example = sorted(map(repr, result.real))[:6]
         raise ConversionError(f"{label} can hold both strings and numbers ({', '.join(example)}"
-                            f", ...); a rasp-sim sequence holds one type of value")
+                              f", ...); a rasp-sim sequence holds one type of value")
     if len(result.values) > MAX_COLUMN_VALUES:
         raise ConversionError(f"{label} can take more than {MAX_COLUMN_VALUES:,} values over "
-                            "this vocabulary and length: too many to tabulate")
+                              "this vocabulary and length: too many to tabulate")
     return result
 
 
@@ -126,7 +126,7 @@ def means(values: frozenset, max_count: int, label: str) -> frozenset:
         sums = {s + v for s in sums for v in values}
         if len(sums) > MAX_COLUMN_VALUES:
             raise ConversionError(f"{label}: the means of up to {max_count} of its values are "
-                                f"more than {MAX_COLUMN_VALUES:,}: too many to tabulate")
+                                  f"more than {MAX_COLUMN_VALUES:,}: too many to tabulate")
         out.update(s / count for s in sums)
     return frozenset(out)
 

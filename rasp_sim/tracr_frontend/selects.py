@@ -98,7 +98,7 @@ def select_text(table: Relation, keys: Column, queries: Column, key_name: str,
     distinct = sorted({row for row in rows.values() if row}, key=lambda r: sorted(map(repr, r)))
     if len(distinct) > 64:
         raise ConversionError(f"{label}: its predicate has {len(distinct)} distinct rows; "
-                            "more than 64 selects would be needed to write it")
+                              "more than 64 selects would be needed to write it")
     parts = []
     for row in distinct:
         a = {k: int(k in row) for k in keys.values}

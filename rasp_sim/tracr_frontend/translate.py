@@ -73,12 +73,12 @@ def translate(sop: rasp.SOp, vocab: Sequence[Any], max_seq_len: int) -> Translat
     """`sop` as RASP text over tokens in `vocab` and lengths 1..max_seq_len."""
     if not isinstance(sop, rasp.SOp):
         raise ConversionError(f"from_tracr takes a tracr s-op (rasp.SOp), not "
-                            f"{type(sop).__name__}")
+                              f"{type(sop).__name__}")
     writer = _Writer(vocab, max_seq_len)
     value = writer.sop(sop)
     if value.column.objects is not None:
         raise ConversionError(f"{sop.label}: the program's values are tuples "
-                            f"({value.column.objects[0]!r}, ...), not atoms")
+                              f"({value.column.objects[0]!r}, ...), not atoms")
     if value.constant:  # a program's result must be an s-op: spread the atom over positions
         name = writer.bind(sop, f"{literal(value.fill)} if indices == indices else "
                                 f"{literal(value.fill)}", "a constant")
@@ -162,13 +162,13 @@ class _Writer:
         self.tokens += tokens
         if tokens > MAX_STATEMENT_TOKENS:
             raise ConversionError(f"{label}: its table needs a statement of {tokens:,} tokens, "
-                                f"more than a RASP statement may hold ({MAX_STATEMENT_TOKENS:,},"
-                                " rasp_sim.source_limits.MAX_STATEMENT_TOKENS): the values "
-                                "that can reach it are too many to tabulate")
+                                  f"more than a RASP statement may hold ({MAX_STATEMENT_TOKENS:,},"
+                                  " rasp_sim.source_limits.MAX_STATEMENT_TOKENS): the values "
+                                  "that can reach it are too many to tabulate")
         if self.tokens > MAX_PROGRAM_TOKENS:
             raise ConversionError(f"{label}: the program's tables pass {MAX_PROGRAM_TOKENS:,} "
-                                "tokens, more than a RASP program may hold "
-                                "(rasp_sim.source_limits.MAX_PROGRAM_TOKENS)")
+                                  "tokens, more than a RASP program may hold "
+                                  "(rasp_sim.source_limits.MAX_PROGRAM_TOKENS)")
         self.lines.append(line)
 
     def helper(self, owner: str, part: str, text: str) -> str:
@@ -221,7 +221,7 @@ class _Writer:
         if isinstance(expr, rasp.Aggregate):
             return self._aggregate(expr, encoding)
         raise ConversionError(f"{label}: rasp-sim does not know the tracr s-op "
-                            f"{type(expr).__name__}")
+                              f"{type(expr).__name__}")
 
     def _numeric(self, *exprs: rasp.SOp) -> bool:
         return all(self.memo[id(e)].column.is_numeric for e in exprs)
@@ -279,7 +279,7 @@ class _Writer:
         if not varying:
             if not real or objects is not None:
                 raise ConversionError(f"{label}: its function ({where}) has no value on the "
-                                    f"constants {_show(tuple(a.fill for a in args))}")
+                                      f"constants {_show(tuple(a.fill for a in args))}")
             (value,) = real
             return _Value(literal(value), out, True, value)
         comment = f"{type(expr).__name__} ({encoding}), {where}"
@@ -325,7 +325,7 @@ class _Writer:
             out = column(label, real, nulls | {default}, source.column.objects)
         if out.real & out.nulls:
             raise ConversionError(f"{label}: its values include {sorted(out.real & out.nulls)}, "
-                                "the stand-in its input uses for tracr's None")
+                                  "the stand-in its input uses for tracr's None")
         text = f"aggregate({selector}, {values}, {literal(default)})"
         return _Value(self.bind(expr, text, f"Aggregate ({encoding})"), out)
 
@@ -409,7 +409,7 @@ class _Writer:
             text = f"not ({self.selector(expr.inner)})"
         else:
             raise ConversionError(f"{expr.label}: rasp-sim does not know the tracr selector "
-                                f"{type(expr).__name__}")
+                                  f"{type(expr).__name__}")
         name = self.bind(expr, text, type(expr).__name__)
         self.selectors[id(expr)] = name
         return name
