@@ -21,6 +21,11 @@ process staged it, so the next write to NAME removes those of this host's proces
 are no longer running. It never touches another host's (a folder shared over a network)
 or a running writer's; a reused PID only delays the clean-up.
 
+What may be replaced: a regular file, or nothing yet. `writable(path)` refuses an existing
+device, FIFO, socket or folder (OutputRefused, naming it), and follows a symbolic link to
+its target, which is replaced (the link stays); `replacing` checks it again as it starts,
+and the commands check their `-o` before any work.
+
 Permissions: the file is created with mode 0666 minus the umask, as `open(path, "w")`
 creates one (0644 under umask 022), whatever library writes the data. When `path` already
 exists its permission bits are kept, as writing over it in place would keep them.
@@ -36,6 +41,8 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
+
+from .errors import OutputRefused
 
 _NEW_FILE_MODE = 0o666  # the kernel applies the umask, as for any open(..., "w")
 # what creating an O_TMPFILE file raises where the kernel or file system lacks it
@@ -146,10 +153,32 @@ def _publish(descriptor: int, staged: Path | None, target: Path) -> None:
         raise
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def writable(path: str | os.PathLike) -> Path:
+    """The file a write to `path` replaces: `path`, or the target of the symbolic links it
+    names (followed, never replaced). OutputRefused if that exists and is not a regular
+    file."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:  # nothing there yet (or unreachable: the write itself will say why)
+        return target
+    for test, kind in _KINDS:
+        if test(mode):
+            shown = f"{path} (a link to {target})" if Path(path) != target else str(path)
+            raise OutputRefused(f"{shown} is {kind}, not a regular file: rasp-sim replaces "
+                                "only regular files; choose another output path")
+    return target
+
+
 @contextmanager
 def replacing(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """A binary file to write `path`'s new contents to; see the module docstring."""
-    target = Path(path)
+    target = writable(path)
     folder = target.parent
     _remove_abandoned(target)
     descriptor = _open_unnamed(folder)

@@ -137,6 +137,13 @@ class RaspResourceError(RaspError):
     kind = "resource limit"
 
 
+class OutputRefused(RaspError):
+    """An output path rasp-sim will not write: an existing device, FIFO, socket or folder
+    (replacing it would destroy what is there, or turn /dev/null into a file as root)."""
+
+    kind = "cannot write"
+
+
 class CompileError(RaspError):
     """A program the compiler cannot lower (located at the construct, with the reason), or
     a compiled model that disagrees with its program. Raised by `rasp_sim.compile`; the

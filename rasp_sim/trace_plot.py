@@ -59,9 +59,14 @@ def _ticks(axes: Any, columns: Any, rows: Any) -> None:
 
 
 def save_trace_figure(trace: Trace, path: str | Path) -> Path:
-    """Write the figure to `path` (.png, .svg or .pdf, by its suffix)."""
+    """Write the figure to `path` (.png, .svg or .pdf, by its suffix), atomically, as
+    every file rasp-sim writes (rasp_sim.atomic_write)."""
+    from .atomic_write import replacing
+
     path = Path(path)
-    trace_figure(trace).savefig(path, dpi=150)
+    figure = trace_figure(trace)
+    with replacing(path) as handle:
+        figure.savefig(handle, dpi=150, format=path.suffix.lower().lstrip("."))
     return path
 
 

@@ -201,3 +201,64 @@ def test_two_concurrent_writers_leave_one_whole_file(tmp_path):
         loaded = signature(path)
         assert loaded in expected
         assert os.listdir(tmp_path) == [path.name]
+
+
+# ---------------------------------------------------------------- what may be replaced
+# Never the machine's own device nodes: the test makes its own in a temporary folder.
+
+
+def _special_files(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    made = {"a FIFO": fifo, "a folder": tmp_path / "folder"}
+    made["a folder"].mkdir()
+    if os.geteuid() == 0:  # mknod of a character device needs root (CI runs as root)
+        device = tmp_path / "null-like"
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        made["a character device"] = device
+    return made
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path):
+    from rasp_sim.atomic_write import write_bytes
+    from rasp_sim.errors import OutputRefused
+
+    for kind, path in _special_files(tmp_path).items():
+        before = os.stat(path).st_mode
+        with pytest.raises(OutputRefused, match=f"{path} is {kind}, not a regular file"):
+            write_bytes(path, b"model")
+        assert os.stat(path).st_mode == before  # still what it was
+        link = tmp_path / f"link-to-{path.name}"
+        link.symlink_to(path)
+        with pytest.raises(OutputRefused, match=rf"{link} \(a link to {path}\) is {kind}"):
+            write_bytes(link, b"model")
+        assert link.is_symlink()
+
+
+def test_a_link_to_a_regular_file_replaces_the_target_and_stays_a_link(tmp_path):
+    from rasp_sim.atomic_write import write_bytes
+
+    target = tmp_path / "real.npz"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.npz"
+    link.symlink_to(target)
+    write_bytes(link, b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
+
+
+def test_commands_refuse_such_an_output_before_any_work(tmp_path, capsys):
+    from rasp_sim.cli import main
+
+    program = tmp_path / "p.rasp"
+    program.write_text("r = aggregate(select(indices, length - indices - 1, ==), tokens);")
+    for kind, path in _special_files(tmp_path).items():
+        if kind == "a folder":
+            continue
+        for argv in (["compile", str(program), "--vocab", "a,b", "--max-len", "3"],
+                     ["draw", str(program)], ["from-tracr", "tracr.compiler.lib:make_hist",
+                                              "--vocab", "a", "--max-len", "2"]):
+            assert main([*argv, "-o", str(path)]) == 1
+            err = capsys.readouterr().err
+            assert f"cannot write: {path} is {kind}, not a regular file" in err, err
+            assert "wrote" not in err and "validated" not in err
+        assert not stat.S_ISREG(os.stat(path).st_mode)

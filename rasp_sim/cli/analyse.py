@@ -7,7 +7,7 @@ from ..draw_formats import DEFAULT_DPI, check_suffix
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
-    chosen_name, refuse_options, refuse_overwriting_input,
+    chosen_name, refuse_options, check_output,
 )
 
 
@@ -86,7 +86,7 @@ def run_draw(args: argparse.Namespace) -> int:
     from .program import load_program
 
     name = chosen_name(args)
-    refuse_overwriting_input(args.output, args.file)
+    check_output(args.output, args.file)
     check_suffix(args.output)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},

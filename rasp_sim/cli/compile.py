@@ -17,7 +17,7 @@ from . import EXIT_INTERRUPTED, UsageError
 from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option, checked_scheduler, positive, refuse_overwriting_input,
+    add_unvalidated_option, checked_scheduler, positive, check_output,
     sample_count, seed_number,
 )
 from .program import at_call_site, binding_span, load_named_node
@@ -204,7 +204,7 @@ def run_compile(args: argparse.Namespace) -> int:
     driver = _backend()
     name, root = named_sop(args.file, args.name, args.sandbox)
     output = args.output or f"{name}.npz"
-    refuse_overwriting_input(output, args.file)
+    check_output(output, args.file)
     numeric = None
     if args.numeric_tokens:
         low, high = _token_range(args.token_range)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import RaspError
 from . import UsageError
-from .options import positive, refuse_overwriting_input
+from .options import positive, check_output
 
 
 class ImportFailed(RaspError):
@@ -56,6 +56,8 @@ def run_from_tracr(args: argparse.Namespace) -> int:
     from ..tracr_frontend import to_rasp
 
     module_path, sop, vocab, max_len = _load(args.program)
+    if args.output is not None:
+        check_output(args.output, module_path)
     if args.vocab is not None:
         from ..compiler import tracr_driver
 
@@ -71,7 +73,6 @@ def run_from_tracr(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(translation.text)
     else:
-        refuse_overwriting_input(args.output, module_path)
         write_text(args.output, translation.text)
         print(f"wrote {args.output}: {translation.output} and {len(translation.names) - 1} "
               "more s-ops and selectors", file=sys.stderr)

@@ -162,9 +162,13 @@ def refuse_options(args: argparse.Namespace, why_not: Mapping[str, str], mode: s
             raise UsageError(f"{flag} does not apply to {mode} ({why})")
 
 
-def refuse_overwriting_input(output: str, *inputs: str | None) -> None:
-    """-o may not name one of the command's input files: writing it would destroy the
-    input (UsageError, exit 2, before any work)."""
+def check_output(output: str, *inputs: str | None) -> None:
+    """-o, before any work: it may not name one of the command's input files (writing it
+    would destroy the input: UsageError, exit 2), and must be a path rasp-sim may replace,
+    a regular file or nothing yet (a device, FIFO, socket or folder is refused, a link is
+    followed: rasp_sim.atomic_write.writable)."""
+    from ..atomic_write import writable
+
     for given in inputs:
         if given is None:
             continue
@@ -175,6 +179,7 @@ def refuse_overwriting_input(output: str, *inputs: str | None) -> None:
         if same:
             raise UsageError(f"-o {output}: is the input file {given}; writing it would "
                              "destroy the input; choose another output path")
+    writable(output)
 
 
 def checked_scheduler(address: str) -> str:

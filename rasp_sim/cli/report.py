@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import UsageError
-from .options import add_memory_limit_option, add_unvalidated_option, refuse_overwriting_input
+from .options import add_memory_limit_option, add_unvalidated_option, check_output
 from .trace import add_model_and_input
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def run_report(args: argparse.Namespace) -> int:
 
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"-o {args.output}: the report is an HTML page (OUT.html)")
-    refuse_overwriting_input(args.output, args.model)
+    check_output(args.output, args.model)
     model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
                        memory_limit=args.memory_limit)
     if model.warning:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import UsageError
-from .options import add_json_option, add_memory_limit_option, add_unvalidated_option
+from .options import (add_json_option, add_memory_limit_option, add_unvalidated_option,
+                      check_output)
 
 if TYPE_CHECKING:
     from ..trace import HeadPattern, Trace
@@ -50,6 +51,8 @@ def run_trace(args: argparse.Namespace) -> int:
     if args.output is not None and Path(args.output).suffix.lower() not in FIGURE_SUFFIXES:
         raise UsageError(f"-o {args.output}: the figure is written as "
                          f"{', '.join(FIGURE_SUFFIXES)} (by the suffix)")
+    if args.output is not None:
+        check_output(args.output, args.model)
     model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
                        memory_limit=args.memory_limit)
     if model.warning:

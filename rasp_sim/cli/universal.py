@@ -33,7 +33,7 @@ from . import UsageError
 from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, positive,
-    refuse_overwriting_input, seed_number,
+    check_output, seed_number,
 )
 
 
@@ -64,12 +64,12 @@ def _output_options(parser: argparse.ArgumentParser, what: str) -> None:
 def _check_output(path: str, *inputs: str | None) -> None:
     """-o names a file in an existing folder, none of the command's `inputs` (checked
     before the work, not after it)."""
-    refuse_overwriting_input(path, *inputs)
     folder = Path(path).parent
     if Path(path).is_dir():
         raise UsageError(f"-o {path}: is a folder; give a file name")
     if not folder.is_dir():
         raise UsageError(f"-o {path}: the folder {folder} does not exist")
+    check_output(path, *inputs)
 
 
 def _write(path: str, write: Callable[[str], None]) -> None:
