@@ -42,6 +42,7 @@ _TABLE: Table = {
     "RaspRuntimeError": ("rasp_sim.errors", "RaspRuntimeError"),
     "RaspResourceError": ("rasp_sim.errors", "RaspResourceError"),
     "CompileError": ("rasp_sim.errors", "CompileError"),
+    "OutputRefused": ("rasp_sim.errors", "OutputRefused"),
     "ConversionError": ("rasp_sim.tracr_frontend", "ConversionError"),
     "WeightsError": ("rasp_sim.compiler.weights_format", "WeightsError"),
 }
