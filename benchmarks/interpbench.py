@@ -191,7 +191,7 @@ def tracr_outputs(model: Any, inputs: Sequence[list], max_len: int, numeric: boo
 def rasp_sim_side(case: Case, inputs: Sequence[list], expected: Sequence[list | None],
                   proof_limit: int, workers: int) -> Side:
     import rasp_sim
-    from rasp_sim.tracr_frontend.agreement import domain_size
+    from rasp_sim.compiler.tracr_backend.validate import domain_size
 
     side = Side()
     start = time.process_time()
@@ -213,8 +213,8 @@ def rasp_sim_side(case: Case, inputs: Sequence[list], expected: Sequence[list | 
     outputs = model_outputs(model, inputs)
     score(side, inputs, expected, outputs, RASP_SIM_TOLERANCE)
     length = case.max_len
-    while length >= case.min_len and domain_size(len(case.vocab), case.min_len,
-                                                 length) > proof_limit:
+    while length >= case.min_len and domain_size(len(case.vocab), length,
+                                                 case.min_len) > proof_limit:
         length -= 1
     if length < case.min_len:
         side.proof = "domain too large"

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ..compiler.tracr_backend.validate import domain_size
 from ..errors import RaspError
 from ..program import Program
 
@@ -35,17 +36,14 @@ class Agreement:
         return self.wrong == 0
 
 
-def domain_size(vocab_size: int, min_len: int, max_len: int) -> int:
-    return sum(vocab_size ** n for n in range(min_len, max_len + 1))
-
-
 def domain(vocab: Iterable[Any], min_len: int, max_len: int, *, limit: int = WHOLE_DOMAIN_LIMIT,
            samples: int = 10_000, seed: int = 0) -> tuple[list[list[Any]], bool]:
     """Every input over `vocab` of lengths min_len..max_len if there are at most `limit`
     (and True), else `samples` seeded random ones plus structured ones: each token
     repeated, and the vocabulary in order and reversed, at every length (and False)."""
     tokens = sorted(vocab, key=repr)
-    if domain_size(len(tokens), min_len, max_len) <= limit:
+    # the compiler's count, capped: a huge max_len costs nothing to size
+    if domain_size(len(tokens), max_len, min_len) <= limit:
         return [list(w) for n in range(min_len, max_len + 1)
                 for w in itertools.product(tokens, repeat=n)], True
     rng = random.Random(seed)

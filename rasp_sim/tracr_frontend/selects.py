@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from .columns import Column, ConversionError, lookup_text
+from .columns import Column, ConversionError, lookup_text, stand_in
 
 # rasp-sim's select operators, as functions of (key, query): M[q][k] = keys[k] op queries[q]
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -64,17 +64,6 @@ def _matches(table: Relation, test: Callable[[Any, Any], bool]) -> bool:
         return False
 
 
-def _fresh(avoid: set, like_strings: bool) -> Any:
-    """A value outside `avoid`, a string if the column holds strings."""
-    if like_strings:
-        candidate, suffix = "none", 0
-        while candidate in avoid:
-            suffix += 1
-            candidate = f"none_{suffix}"
-        return candidate
-    return min([0, *(int(v) - 1 for v in avoid if not isinstance(v, str))]) - 1
-
-
 def select_text(table: Relation, keys: Column, queries: Column, key_name: str,
                 query_name: str, label: str) -> str:
     """RASP text for the selector `table` over s-ops named key_name and query_name."""
@@ -87,12 +76,12 @@ def select_text(table: Relation, keys: Column, queries: Column, key_name: str,
             return f"select({key_name}, {query_name}, {op})"
     rows = {q: frozenset(k for k in keys.values if table[k, q]) for q in queries.values}
     if all(len(row) <= 1 for row in rows.values()):  # each query selects one key value
-        none = _fresh(set(keys.values), not keys.is_numeric)
+        none = stand_in(keys.values, keys.is_numeric)  # a value no key takes
         target = {q: next(iter(row)) if row else none for q, row in rows.items()}
         return f"select({key_name}, {lookup_text(query_name, target)}, ==)"
     columns = {k: frozenset(q for q in queries.values if table[k, q]) for k in keys.values}
     if all(len(col) <= 1 for col in columns.values()):  # each key is selected by one query
-        none = _fresh(set(queries.values), not queries.is_numeric)
+        none = stand_in(queries.values, queries.is_numeric)  # a value no query takes
         source = {k: next(iter(col)) if col else none for k, col in columns.items()}
         return f"select({lookup_text(key_name, source)}, {query_name}, ==)"
     distinct = sorted({row for row in rows.values() if row}, key=lambda r: sorted(map(repr, r)))

@@ -34,10 +34,11 @@ from typing import Any, Callable, Sequence
 
 from tracr.rasp import rasp
 
-from .columns import (Column, ConversionError, atom, column, literal, lookup_text, means,
-                      sort_key, stand_in)
+from .columns import (MAX_COLUMN_VALUES, Column, ConversionError, atom, column, literal,
+                      lookup_text, means, sort_key, stand_in)
+from ..graph import ancestors
 from ..source_limits import MAX_PROGRAM_TOKENS, MAX_STATEMENT_TOKENS, count_tokens
-from .selects import COMPARISONS, relation, select_text
+from .selects import COMPARISONS, Relation, relation, select_text
 
 # Names a program's top level cannot bind (the base environment and the standard
 # library, docs/language.md) or that the grammar reserves.
@@ -124,6 +125,9 @@ class _Writer:
     def __init__(self, vocab: Sequence[Any], max_seq_len: int):
         if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 1:
             raise ConversionError(f"max_seq_len must be a positive int, not {max_seq_len!r}")
+        if max_seq_len > MAX_COLUMN_VALUES:  # before `indices` builds a set that large
+            raise ConversionError(f"max_seq_len {max_seq_len:,}: indices would take more than "
+                                  f"{MAX_COLUMN_VALUES:,} values, too many to tabulate")
         self.vocab = frozenset(atom(v, "tokens", "the vocabulary") for v in vocab)
         if not self.vocab:
             raise ConversionError("the vocabulary is empty")
@@ -135,6 +139,7 @@ class _Writer:
         self.tokens = 0
         self.memo: dict[int, _Value] = {}
         self.selectors: dict[int, str] = {}
+        self.relations: dict[int, tuple[Relation, list[str]]] = {}
 
     # ---------------------------------------------------------------- naming and text
     def bind(self, expr: rasp.RASPExpr, text: str, comment: str) -> str:
@@ -183,7 +188,8 @@ class _Writer:
     # ------------------------------------------------------------------------- s-ops
     def sop(self, expr: rasp.SOp) -> _Value:
         # iterative children-first walk: tracr programs can be deep
-        order = [e for e in _post_order(expr) if isinstance(e, rasp.SOp)]
+        order = [e for e in ancestors((expr,), children=_tracr_children)
+                 if isinstance(e, rasp.SOp)]
         for node in order:
             if id(node) not in self.memo:
                 self.memo[id(node)] = self._convert(node)
@@ -228,15 +234,14 @@ class _Writer:
 
     def _linear(self, expr: rasp.LinearSequenceMap, encoding: str) -> _Value:
         fst, snd = self.memo[id(expr.fst)], self.memo[id(expr.snd)]
-        nullable = fst.column.nulls or snd.column.nulls
-        real = {expr.f(x, y) for x in fst.column.real for y in snd.column.real}
-        out = column(expr.label, real)
-        if nullable:  # arithmetic on a stand-in is a number, not tracr's None: map it
+        if fst.column.nulls or snd.column.nulls:  # arithmetic on a stand-in is a number,
+            # not tracr's None: a table maps it
             return self._map(expr, [expr.fst, expr.snd], expr.f, encoding)
-        text = _linear_text(expr.fst_fac, fst.text, expr.snd_fac, snd.text)
         if fst.constant and snd.constant:
             value = atom(expr.f(fst.fill, snd.fill), expr.label, "LinearSequenceMap")
             return _Value(literal(value), column(expr.label, [value]), True, value)
+        out = column(expr.label, {expr.f(x, y) for x in fst.column.real for y in snd.column.real})
+        text = _linear_text(expr.fst_fac, fst.text, expr.snd_fac, snd.text)
         return _Value(self.bind(expr, text, f"LinearSequenceMap ({encoding})"), out)
 
     def _map(self, expr: rasp.SOp, inputs: list[rasp.SOp], f: Callable[..., Any],
@@ -338,7 +343,7 @@ class _Writer:
         if not (isinstance(expr, rasp.Select) and self._injective(expr.keys)):
             return False
         keys, queries = self.memo[id(expr.keys)].column, self.memo[id(expr.queries)].column
-        table = relation(expr.predicate, keys, queries)[0]
+        table = self._relation(expr)[0]
         return all(sum(table[k, q] for k in keys.values) <= 1 for q in queries.values)
 
     def _injective(self, expr: rasp.SOp) -> bool:
@@ -414,6 +419,15 @@ class _Writer:
         self.selectors[id(expr)] = name
         return name
 
+    def _relation(self, expr: rasp.Select) -> tuple[Relation, list[str]]:
+        """The select's predicate on every pair of its sides' values, computed once (the
+        select's text and its Aggregates' single-key test both read it)."""
+        if id(expr) not in self.relations:
+            self.relations[id(expr)] = relation(expr.predicate,
+                                                self.memo[id(expr.keys)].column,
+                                                self.memo[id(expr.queries)].column)
+        return self.relations[id(expr)]
+
     def _select(self, expr: rasp.Select) -> str:
         keys, queries = self.memo[id(expr.keys)], self.memo[id(expr.queries)]
         predicate = expr.predicate
@@ -423,7 +437,7 @@ class _Writer:
             if predicate.name == "FALSE":
                 return "select(1, 0, ==)"
             return f"select({keys.text}, {queries.text}, {COMPARISONS[predicate.name]})"
-        table, failures = relation(predicate, keys.column, queries.column)
+        table, failures = self._relation(expr)
         if failures:
             self.notes.append(f"{expr.label}: its predicate ({_where(predicate)}) raises on "
                               f"{len(failures)} (key, query) pairs of values, read as not "
@@ -431,6 +445,12 @@ class _Writer:
                               f"{failures[0]}")
         return select_text(table, keys.column, queries.column, keys.text, queries.text,
                            expr.label)
+
+
+def _tracr_children(expr: Any) -> Any:
+    """A tracr expression's children (a property there), for graph.ancestors, which walks
+    any graph children first given this."""
+    return expr.children
 
 
 def _linear_text(a: Any, x: str, b: Any, y: str) -> str:
@@ -441,21 +461,6 @@ def _linear_text(a: Any, x: str, b: Any, y: str) -> str:
     if type(a) is int and type(b) is int and (a, b) in units:
         return units[a, b]
     return f"({literal(a)} * {x}) + ({literal(b)} * {y})"
-
-
-def _post_order(root: rasp.RASPExpr) -> list[rasp.RASPExpr]:
-    order: list[rasp.RASPExpr] = []
-    seen: set[int] = set()
-    stack: list[tuple[rasp.RASPExpr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-        elif id(node) not in seen:
-            seen.add(id(node))
-            stack.append((node, True))
-            stack.extend((child, False) for child in reversed(node.children))
-    return order
 
 
 def _as_atoms(table: dict[tuple, Any], label: str,

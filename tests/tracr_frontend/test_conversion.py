@@ -270,3 +270,10 @@ def test_a_converted_program_does_what_a_program_does(tmp_path) -> None:
     assert model.trace([3, 1, 2]).output == [1, 2, 3]
     model.save(tmp_path / "sorted.npz")
     assert rasp_sim.load_model(tmp_path / "sorted.npz").run([[2, 1]]) == [[1, 2]]
+
+
+def test_an_absurd_length_is_refused_before_any_table_is_built() -> None:
+    from tracr.compiler import lib
+
+    with pytest.raises(ConversionError, match="max_seq_len 1,000,000,000: indices would"):
+        to_rasp(lib.make_length(), {"a"}, 10**9)

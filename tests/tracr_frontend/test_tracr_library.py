@@ -9,7 +9,8 @@ tracr_rasp = pytest.importorskip("tracr.rasp.rasp")
 from tracr.compiler import lib  # noqa: E402
 
 from rasp_sim.tracr_frontend import from_tracr  # noqa: E402
-from rasp_sim.tracr_frontend.agreement import compare, domain, domain_size  # noqa: E402
+from rasp_sim.compiler.tracr_backend.validate import domain_size  # noqa: E402
+from rasp_sim.tracr_frontend.agreement import compare, domain  # noqa: E402
 
 tokens = tracr_rasp.tokens
 indices = tracr_rasp.indices
@@ -44,7 +45,7 @@ def _check(name: str, max_len: int) -> None:
     sop, vocab = _library(max_len)[name]
     program = from_tracr(sop, vocab, max_len)
     inputs, whole = domain(vocab, 1, max_len)
-    assert whole and len(inputs) == domain_size(len(vocab), 1, max_len)
+    assert whole and len(inputs) == domain_size(len(vocab), max_len)
     result = compare(lambda x: tracr_rasp.evaluate(sop, x), program, inputs)
     assert result.ok, result.disagreements
     assert result.checked + result.tracr_failed == len(inputs)
