@@ -112,7 +112,8 @@ def _load(spec: str) -> tuple[str | None, Any, list | None, int | None]:
     try:
         if module_name.endswith(".py"):
             if not path.is_file():
-                raise ImportFailed(f"{module_name}: no such Python file")
+                raise ImportFailed(f"{module_name}: " + ("not a regular file" if path.exists()
+                                                         else "no such Python file"))
             sys.path.insert(0, str(path.resolve().parent))  # its own imports
             # a private module name: a file called json.py must not replace the json module
             name = f"rasp_sim_from_tracr_{path.stem}"

@@ -4,6 +4,7 @@ with a reason, never a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -78,6 +79,13 @@ def test_what_cannot_be_loaded_is_an_error_with_the_reason(module, capsys, spec,
                  "--max-len", "2"]) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_module_path_that_is_not_a_regular_file_is_refused(tmp_path, capsys):
+    fifo = tmp_path / "prog.py"
+    os.mkfifo(fifo)  # importing it would block
+    assert main(["from-tracr", f"{fifo}:f", "--vocab", "1", "--max-len", "2"]) == 1
+    assert f"cannot import: {fifo}: not a regular file" in capsys.readouterr().err
 
 
 def test_usage_errors(module, capsys):
