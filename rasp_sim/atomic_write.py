@@ -6,7 +6,10 @@ normally, the data is flushed and fsync'ed, the file takes `path`'s name with
 `os.replace` (atomic on POSIX when both are in one folder, which is why the temporary file
 lives in the target's folder), and the folder is fsync'ed so that the new name survives a
 power cut too. When the block raises (an error, a full disk, KeyboardInterrupt), `path` is
-untouched and the temporary file is removed.
+untouched and the temporary file is removed. Ctrl-C while the file takes its name (link,
+rename, folder sync) is held until that is done, then raised as WrittenThenInterrupted,
+which says the new file is in place: it never leaves a stray temporary name, and an
+interrupted command never claims the old file stayed when the new one is there.
 
 On Linux the temporary file is created unnamed (O_TMPFILE): a process killed with SIGKILL
 while writing leaves nothing behind, since the kernel frees an unnamed file with its last
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from .errors import OutputRefused
+from .interrupts import deferred_interrupts
 
 _NEW_FILE_MODE = 0o666  # the kernel applies the umask, as for any open(..., "w")
 # what creating an O_TMPFILE file raises where the kernel or file system lacks it
@@ -199,12 +203,24 @@ def replacing(path: str | os.PathLike) -> Iterator[BinaryIO]:
             handle.flush()
             _keep_mode(handle.fileno(), target)
             os.fsync(handle.fileno())
-            _publish(handle.fileno(), staged, target)
-            published = True
+            with deferred_interrupts() as interrupted:
+                _publish(handle.fileno(), staged, target)
+                published = True
+                _sync_folder(folder)
     finally:
         if staged is not None and not published:
             staged.unlink(missing_ok=True)
-    _sync_folder(folder)
+    if interrupted:
+        raise WrittenThenInterrupted(path)
+
+
+class WrittenThenInterrupted(KeyboardInterrupt):
+    """Ctrl-C while the new file took its name: the write was finished first (a stray
+    temporary name or a half-told story is worse than a short wait), and the interruption
+    is raised now, saying that `path` holds the new contents."""
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__(f"{os.fspath(path)} was written whole before stopping")
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

@@ -262,3 +262,50 @@ def test_commands_refuse_such_an_output_before_any_work(tmp_path, capsys):
             assert f"cannot write: {path} is {kind}, not a regular file" in err, err
             assert "wrote" not in err and "validated" not in err
         assert not stat.S_ISREG(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("step", ["link", "replace"])
+def test_ctrl_c_while_the_file_takes_its_name_finishes_the_write_and_says_so(
+        tmp_path, monkeypatch, step):
+    """SIGINT between link and rename left a stray temporary file; SIGINT at the rename
+    said "interrupted" as if the old file stayed. Now the step completes, then the
+    interruption says the new file is in place."""
+    from rasp_sim.atomic_write import WrittenThenInterrupted
+
+    path = tmp_path / "model.npz"
+    write_text(path, "old")
+    real = getattr(os, step)
+
+    def interrupted_step(*args, **kwargs):
+        result = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # Python runs the handler right after this
+        return result
+
+    monkeypatch.setattr(os, step, interrupted_step)
+    with pytest.raises(WrittenThenInterrupted, match=f"{path} was written whole"):
+        write_text(path, "new")
+    monkeypatch.undo()
+    assert path.read_text() == "new"
+    assert os.listdir(tmp_path) == ["model.npz"]
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C is Ctrl-C again after the write
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+
+
+def test_the_command_says_the_output_was_written_when_ctrl_c_came_at_the_rename(
+        tmp_path, monkeypatch, capsys):
+    from rasp_sim.cli import EXIT_INTERRUPTED, main
+
+    program = tmp_path / "p.rasp"
+    program.write_text("r = aggregate(select(indices, length - indices - 1, ==), tokens);")
+    output = tmp_path / "p.svg"
+    real = os.replace
+
+    def interrupted_replace(*args, **kwargs):
+        real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(os, "replace", interrupted_replace)
+    assert main(["draw", str(program), "-o", str(output)]) == EXIT_INTERRUPTED
+    assert f"interrupted: {output} was written whole" in capsys.readouterr().err
+    assert output.read_text().startswith("<?xml")

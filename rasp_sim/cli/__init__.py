@@ -187,8 +187,8 @@ def _main(argv: list[str], interrupted: list[bool]) -> int:
                 raise KeyboardInterrupt  # one that a library swallowed: still an interruption
             sys.stdout.flush()  # a full disk shows here, not at exit
             return code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stop:  # its text, if any, says what was done before it
+        print(f"interrupted: {stop}" if str(stop) else "interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (BrokenPipeError, OutputFailed) as error:
         silence_stdout()
