@@ -17,6 +17,8 @@ Public interface (the CLI's `draw` command, the REPL's `draw(...)` and notebooks
 - `render(drawing, path, dpi=DEFAULT_DPI) -> (Path, renderer)`: writes `path`. A `.dot`
   path gets the DOT text; `.svg` (text as text), `.png` (at `dpi`) and `.pdf` are painted
   by `draw_matplotlib` from `draw_layout`'s layout, whose boxes never overlap.
+  `write_picture(drawing, stream, format, dpi)` writes the same to an open stream
+  (`rasp-sim draw -o -`).
 
 Why DOT is written by hand: networkx's DOT writers need pydot or pygraphviz, neither of
 which the project depends on, and DOT's quoted-string syntax is all this needs. Pictures
@@ -27,11 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 from . import graph
 from .analyse import Analysis
-from .atomic_write import write_bytes
+from .atomic_write import replacing
 from .draw_collapse import Box, box_summary, boxes, members_of
 from .draw_formats import DEFAULT_DPI, check_suffix
 from .draw_labels import node_text, operation
@@ -245,15 +247,23 @@ def render(picture: Drawing, path: str | Path, dpi: float = DEFAULT_DPI) -> tupl
     """Write `picture` to `path`: DOT text (.dot), or a picture (.svg, .png at `dpi`,
     .pdf) painted by matplotlib. Returns the path and the renderer used."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".dot":
-        try:
-            write_bytes(path, dot_text(picture).encode("utf-8"))
-        except OSError as error:
-            raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
-        return path, "dot text"
     check_suffix(str(path))
+    try:
+        with replacing(path) as handle:
+            renderer = write_picture(picture, handle, path.suffix.lower().lstrip("."), dpi)
+    except OSError as error:
+        raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
+    return path, renderer
+
+
+def write_picture(picture: Drawing, stream: BinaryIO, format: str,
+                  dpi: float = DEFAULT_DPI) -> str:
+    """Write `picture` to the open `stream` in `format` (dot, svg, png or pdf); returns
+    the renderer used."""
+    if format == "dot":
+        stream.write(dot_text(picture).encode("utf-8"))
+        return "dot text"
     from .draw_matplotlib import save
 
-    save(picture, path, dpi)
-    return path, "matplotlib"
+    save(picture, stream, format, dpi)
+    return "matplotlib"

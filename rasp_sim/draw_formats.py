@@ -2,6 +2,7 @@
 command's parser stays light (tests/test_cli_options.py)."""
 
 PICTURE_SUFFIXES = (".svg", ".png", ".pdf")
+DRAW_FORMATS = ("svg", "png", "pdf", "dot")  # -o - --format: the suffixes without a dot
 DEFAULT_DPI = 100  # a PNG's resolution; the size rule of README "Layers and heads" is at it
 
 

@@ -10,18 +10,16 @@ aggregate's selector arrow is dashed. Uses matplotlib's object API with the Agg 
 """
 from __future__ import annotations
 
-from pathlib import Path
+from typing import BinaryIO
 
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from .atomic_write import replacing
 from .draw import Drawing, Grid
 from .draw_layout import (CELL, FONT_SIZE, GRID_LABEL, PAD, TITLE_SIZE, Layout, Rect,
                           layered_layout, title_text)
-from .errors import RaspError
 
 _FILL = {"input": "#eeeeee", "selector": "#fff2cc", "aggregate": "#cfe2f3", "map": "#ffffff",
          "call": "#e2f0d9"}
@@ -98,18 +96,13 @@ def _paint_grid(axes: object, grid: Grid, left: float, top: float) -> None:
                   fontsize=small, zorder=3, parse_math=False)
 
 
-def save(picture: Drawing, path: Path, dpi: float) -> None:
-    """Draw `picture` into `path`; the format follows the suffix (.svg, .png, .pdf)."""
+def save(picture: Drawing, stream: BinaryIO, format: str, dpi: float) -> None:
+    """Draw `picture` into the open `stream` as `format` (svg, png, pdf)."""
     figure = figure_of(picture)
-    try:
-        # SVG text stays text (searchable, selectable) instead of glyph outlines; PDF
-        # embeds TrueType fonts so that its text is text too.
-        with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}), \
-                replacing(path) as handle:
-            figure.savefig(handle, dpi=resolution(figure, dpi),
-                           format=path.suffix.lower().lstrip("."))
-    except OSError as error:
-        raise RaspError(f"cannot write {path}: {error.strerror or error}") from None
+    # SVG text stays text (searchable, selectable) instead of glyph outlines; PDF
+    # embeds TrueType fonts so that its text is text too.
+    with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
+        figure.savefig(stream, dpi=resolution(figure, dpi), format=format)
 
 
 def resolution(figure: Figure, dpi: float) -> float:

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..draw_formats import DEFAULT_DPI, check_suffix
+from ..draw_formats import DEFAULT_DPI, DRAW_FORMATS, check_suffix
+from . import UsageError
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
     chosen_name, refuse_options, check_output,
 )
+from .output_file import is_standard_output, output_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _common(draw)
     draw.add_argument("-o", "--output", required=True, metavar="OUT",
-                      help="output file: .svg, .png, .pdf or .dot")
+                      help="output file: .svg, .png, .pdf or .dot; - for standard output "
+                      "(in --format)")
+    draw.add_argument("--format", choices=DRAW_FORMATS, metavar="FORMAT",
+                      help="with -o -: what to write to standard output, one of "
+                      f"{', '.join(DRAW_FORMATS)} (default svg)")
     draw.add_argument("--expand", action="store_true",
                       help="draw the nodes inside library calls instead of one box per call")
     draw.add_argument("--dpi", type=_dpi, default=DEFAULT_DPI, metavar="N",
@@ -79,15 +85,15 @@ def run_analyse(args: argparse.Namespace) -> int:
 
 def run_draw(args: argparse.Namespace) -> int:
     from ..analyse import analyse
-    from ..draw import drawing, render
+    from ..draw import drawing, write_picture
     from ..draw_collapse import call_names
     from ..graph import ancestors
     from .inputs import parse_input
     from .program import load_program
 
     name = chosen_name(args)
-    check_output(args.output, args.file)
-    check_suffix(args.output)
+    check_output(args.output, args.file, stream_ok=True)
+    picture_format = _picture_format(args)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
                        "a drawing without --input")
@@ -103,6 +109,19 @@ def run_draw(args: argparse.Namespace) -> int:
         values = dict(zip(nodes, results))
     picture = drawing(analysis, values, example, user_file=args.file,
                       call_names=call_names(args.file, program.values), expand=args.expand)
-    path, renderer = render(picture, args.output, args.dpi)
-    print(f"wrote {path} ({renderer})")
+    with output_file(args.output) as stream:
+        renderer = write_picture(picture, stream, picture_format, args.dpi)
+    if not is_standard_output(args.output):
+        print(f"wrote {args.output} ({renderer})")
     return 0
+
+
+def _picture_format(args: argparse.Namespace) -> str:
+    """What draw writes: --format on standard output, the file name's suffix otherwise."""
+    if is_standard_output(args.output):
+        return args.format or "svg"
+    check_suffix(args.output)
+    if args.format is not None:
+        raise UsageError("--format is for -o - (standard output); a file's format is its "
+                         f"suffix: {args.output}")
+    return args.output.rsplit(".", 1)[-1].lower()

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import RaspError
 from . import UsageError
 from .options import positive, check_output
+from .output_file import is_standard_output
 
 
 class ImportFailed(RaspError):
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-len", type=positive, metavar="N",
                         help="the longest input (tracr's max_seq_len)")
     parser.add_argument("-o", "--output", metavar="FILE.rasp",
-                        help="write the program here (default: standard output)")
+                        help="write the program here (default, or -: standard output)")
     parser.add_argument("--check", action="store_true",
                         help="then compare the program with tracr's rasp.evaluate on every "
                         "input up to 100,000 (else 10,000 sampled ones and structured ones) "
@@ -57,7 +58,9 @@ def run_from_tracr(args: argparse.Namespace) -> int:
 
     module_path, sop, vocab, max_len = _load(args.program)
     if args.output is not None:
-        check_output(args.output, module_path)
+        check_output(args.output, module_path, stream_ok=True)
+        if is_standard_output(args.output):
+            args.output = None  # the default: standard output
     if args.vocab is not None:
         from ..compiler import tracr_driver
 

@@ -162,13 +162,21 @@ def refuse_options(args: argparse.Namespace, why_not: Mapping[str, str], mode: s
             raise UsageError(f"{flag} does not apply to {mode} ({why})")
 
 
-def check_output(output: str, *inputs: str | None) -> None:
+def check_output(output: str, *inputs: str | None, stream_ok: bool = False) -> None:
     """-o, before any work: it may not name one of the command's input files (writing it
     would destroy the input: UsageError, exit 2), and must be a path rasp-sim may replace,
     a regular file or nothing yet (a device, FIFO, socket or folder is refused, a link is
-    followed: rasp_sim.atomic_write.writable)."""
+    followed: rasp_sim.atomic_write.writable). `-` is standard output where the command
+    can write there (`stream_ok`; rasp_sim/cli/output_file.py), else a UsageError."""
     from ..atomic_write import writable
+    from .output_file import is_standard_output
 
+    if is_standard_output(output):
+        if not stream_ok:
+            raise UsageError("-o -: this command writes a model file, whose format follows "
+                             "its name's suffix; give a file name (-o - is for pictures, "
+                             "pages and program text)")
+        return
     for given in inputs:
         if given is None:
             continue
