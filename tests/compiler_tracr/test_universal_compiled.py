@@ -92,6 +92,9 @@ s2 = aggregate(select(indices, indices - 1, ==), s1, "-");""", "a,b,c", 1, 2),
     "sum_of_two_heads": ("""before = aggregate(select(indices, indices, <), tokens_int, 5);
 after = aggregate(select(indices, indices, >), tokens_int, 7);
 total = before + after;""", "0,1,2", 2, 1),
+    "difference_of_two_heads": ("""before = aggregate(select(indices, indices, <), tokens_int, 5);
+after = aggregate(select(indices, indices, >), tokens_int, 7);
+total = before - after;""", "0,1,2", 2, 1),
     "layer_of_two_heads": ("""left = aggregate(select(indices, indices - 1, ==), tokens_int, 0);
 right = aggregate(select(indices, indices + 1, ==), tokens_int, 0);
 matched = aggregate(select(right, left, ==), tokens_int);""", "0,1,2", 2, 2),
@@ -241,6 +244,19 @@ def test_model_with_an_mlp_is_refused_naming_block_and_operation(tmp_path, capsy
                          r"class \(attention-only transformers\); it computes SequenceMap "
                          r"'y\w*' at "
                          + re.escape(where), error), error
+
+
+@pytest.mark.parametrize("map_of_one", ["2 * a", "a + 1"])
+def test_a_map_of_one_number_is_an_mlp_that_does_not_fold(tmp_path, capsys, driver,
+                                                          map_of_one):
+    """docs/universal.md: only the linear maps of two s-ops (above) fold; a map of one
+    number is lowered through a discretising MLP, refused as such."""
+    source = f"a = aggregate(select(indices, indices, <=), tokens_int);\ny = {map_of_one};"
+    model = compile_to(tmp_path, driver, source, "0,1,2")
+    assert main(["universal", "build", "--like", model, "-o", str(tmp_path / "ut.npz")]) == 1
+    error = capsys.readouterr().err
+    assert re.search(r"an MLP block is outside the target class \(attention-only "
+                     r"transformers\); it computes Map 'y\w*' at ", error), error
 
 
 def test_model_without_the_block_record_is_refused_with_the_index(tmp_path, capsys, driver):
