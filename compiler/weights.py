@@ -547,7 +547,7 @@ def load_with_version(path: str | Path,
     """`load`, and the file's format version: 1 has no hash, so nothing in a version-1
     file (its `validated` flag included) is guarded against edits."""
     try:
-        with weights_files.open_weights(path) as stored:
+        with weights_files.open_weights(path, memory_limit) as stored:
             weights_files.check_memory(stored.arrays, stored.header_size, memory_limit)
             raw = stored.read_header()
             if raw is None:

@@ -6,19 +6,27 @@ shapes and the total size against a limit first, and then reads the arrays one b
 Every size a file declares is checked against the bytes it really holds (a zip member's
 declared uncompressed size against its .npy header; safetensors checks its offsets
 itself), so a lying or truncated file fails before anything large is allocated.
+
+A weights file is opened without blocking and only if it is a regular file (a FIFO would
+block forever, a device such as /dev/zero never ends: rasp_sim/program_files.open_regular),
+and its size is checked on the open descriptor before any header is parsed: at most the
+memory limit its arrays are read under, plus `CONTAINER_BYTES` for the container's own
+headers (zip directories, .npy headers, the safetensors header).
 """
 from __future__ import annotations
 
+import os
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from rasp_sim.atomic_write import replacing
 from rasp_sim.errors import RaspResourceError
+from rasp_sim.program_files import NotRegularFile, open_regular
 
 from .weights_format import WeightsError
 
@@ -30,6 +38,9 @@ DTYPES: dict[str, np.dtype] = {"float64": np.dtype("<f8"), "int64": np.dtype("<i
 SAFETENSORS_DTYPES = {"F64": "float64", "I64": "int64", "U8": "uint8"}
 # what reading a damaged zip member raises: bad CRC or header, a cut-off or corrupt stream
 ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error)
+# Room in a file beyond its arrays' bytes: safetensors bounds its own header at 100 MB, and
+# an .npz spends a few hundred bytes per array on zip entries and .npy headers.
+CONTAINER_BYTES = 128 * 2**20
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,7 @@ class NpyFile:
 
     def __init__(self, path: str | Path, what: str):
         self.what = what
-        self._handle = _open(path)
+        self._handle, size = _open(path, what)
         try:
             head = self._handle.read(len(NPY_MAGIC))
             if head.startswith(ZIP_MAGIC):
@@ -119,7 +130,6 @@ class NpyFile:
             if head != NPY_MAGIC:
                 raise WeightsError(f"{what}: not an .npy array")
             self._handle.seek(0)
-            size = Path(path).stat().st_size
             self.info, self._fortran = read_npy_header(self._handle, size, what)
         except BaseException:
             self.close()
@@ -138,15 +148,28 @@ class NpyFile:
         self.close()
 
 
-def _open(path: str | Path):
+def _open(path: str | Path, what: str = "weights",
+          max_bytes: int | None = None) -> tuple[BinaryIO, int]:
+    """The regular file `path` (a `what` file) open for reading, and its size (checked
+    against `max_bytes`); a FIFO, device or folder is refused before anything blocks or
+    is read."""
     try:
-        return open(path, "rb")
+        fd, info = open_regular(path, what)
     except FileNotFoundError:
         raise WeightsError("no such file") from None
-    except IsADirectoryError:
-        raise WeightsError("a folder, not a file") from None
-    except OSError as error:
-        raise WeightsError(f"cannot read ({error.strerror})") from None
+    except NotRegularFile as error:
+        raise WeightsError(str(error)) from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        raise WeightsError(f"cannot read ({getattr(error, 'strerror', None) or error})") \
+            from None
+    if max_bytes is not None and info.st_size > max_bytes:
+        os.close(fd)
+        raise RaspResourceError(
+            f"the file has {info.st_size:,} bytes, more than its arrays may hold under the "
+            f"memory limit ({max_bytes - CONTAINER_BYTES:,} bytes, plus "
+            f"{CONTAINER_BYTES // 2**20} MiB for the container's headers); raise it with "
+            "memory_limit= (rasp-sim: --memory-limit)")
+    return os.fdopen(fd, "rb"), info.st_size
 
 
 class Container:
@@ -185,15 +208,19 @@ class Container:
 
 
 class NpzContainer(Container):
-    def __init__(self, path: str | Path):
-        with _open(path) as handle:
-            if handle.read(len(ZIP_MAGIC)) != ZIP_MAGIC:  # every .npz is a zip archive
-                raise WeightsError("not an .npz archive (corrupt or not a weights file)")
-        self._size = Path(path).stat().st_size
+    def __init__(self, path: str | Path, max_bytes: int | None = None):
+        # zipfile reads the descriptor checked by _open, never the path again
+        self._handle, self._size = _open(path, max_bytes=max_bytes)
         try:
-            self._zip = zipfile.ZipFile(path)
+            if self._handle.read(len(ZIP_MAGIC)) != ZIP_MAGIC:  # every .npz is a zip archive
+                raise WeightsError("not an .npz archive (corrupt or not a weights file)")
+            self._zip = zipfile.ZipFile(self._handle)
         except (zipfile.BadZipFile, OSError, EOFError) as error:
+            self._handle.close()
             raise WeightsError(f"corrupt or truncated weights file (zip: {error})") from None
+        except BaseException:
+            self._handle.close()
+            raise
         self._list_or_close()
 
     def _list(self) -> None:
@@ -251,19 +278,22 @@ class NpzContainer(Container):
         return self._read_member(name, self.arrays[name])
 
     def close(self) -> None:
-        self._zip.close()
+        self._zip.close()  # a ZipFile leaves a file object it was given open
+        self._handle.close()
 
 
 class SafetensorsContainer(Container):
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, max_bytes: int | None = None):
         from safetensors import SafetensorError, safe_open
 
-        _open(path).close()  # a missing or unreadable file is named as such
+        handle, _ = _open(path, max_bytes=max_bytes)  # a missing, unreadable or FIFO file is named
         try:
-            self._file = safe_open(str(path), framework="np")
+            self._file = safe_open(_reopened(handle, path), framework="np")
             self._file.__enter__()
         except SafetensorError as error:
             raise WeightsError(f"corrupt or not a safetensors file ({error})") from None
+        finally:
+            handle.close()  # safetensors holds its own descriptor (and map) of the file
         self._list_or_close()
 
     def _list(self) -> None:
@@ -294,9 +324,19 @@ class SafetensorsContainer(Container):
         self._file.__exit__(None, None, None)
 
 
-def open_weights(path: str | Path) -> Container:
-    """The container of `path`: safetensors for a .safetensors suffix, else .npz."""
-    return (SafetensorsContainer if is_safetensors(path) else NpzContainer)(path)
+def _reopened(handle: BinaryIO, path: str | Path) -> str:
+    """A name that opens the very file `handle` has open, for readers that take only a
+    name (safetensors): Linux's /proc/self/fd entry, so a file swapped for a FIFO after
+    the check is never opened; elsewhere `path` itself."""
+    proc = f"/proc/self/fd/{handle.fileno()}"
+    return proc if os.path.exists(proc) else str(path)
+
+
+def open_weights(path: str | Path, memory_limit: int | None = None) -> Container:
+    """The container of `path`: safetensors for a .safetensors suffix, else .npz. With
+    `memory_limit`, a file larger than that plus CONTAINER_BYTES is refused unopened."""
+    max_bytes = None if memory_limit is None else memory_limit + CONTAINER_BYTES
+    return (SafetensorsContainer if is_safetensors(path) else NpzContainer)(path, max_bytes)
 
 
 def check_memory(arrays: dict[str, ArrayInfo], header_size: int, limit: int) -> None:

@@ -193,7 +193,7 @@ def test_safetensors_within_the_memory_limit(tmp_path):
 
 
 def test_a_folder_is_not_a_weights_file(tmp_path):
-    refused(tmp_path, r"a folder, not a file")
+    refused(tmp_path, r"a directory, not a weights file")
 
 
 @pytest.mark.parametrize("model, pattern", [
