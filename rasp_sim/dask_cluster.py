@@ -4,6 +4,7 @@ or an existing scheduler. Used by `rasp-sim experiment` sweeps and by exhaustive
 and is imported only here, when a cluster is asked for."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import signal
@@ -16,12 +17,84 @@ from .freed_memory import child_environment, user_has_settings
 
 # PROTOCOL://HOST:PORT or HOST:PORT; HOST may be a name, an IPv4 or a bracketed IPv6 address
 SCHEDULER_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}")
+# How long a scheduler address may take to answer as a Dask scheduler before it is refused
+# (connect, Dask's handshake and one identity call); a live scheduler answers in
+# milliseconds.
+PROBE_SECONDS = 5.0
 
 
 class ClusterError(RaspError):
     """Dask is missing, or the scheduler cannot be reached."""
 
     kind = "cluster error"
+
+
+def probe_scheduler(address: object, install_hint: str,
+                    seconds: float = PROBE_SECONDS) -> None:
+    """Refuse, before any work, a scheduler address that is not a Dask scheduler answering
+    within `seconds`: nothing listening, a port that speaks another protocol, or one that
+    never answers. Dask's own Client waits forever for a silent peer's handshake and, from
+    an HTTP server, reads a length of 3 EiB and runs out of memory, so the probe is Dask's
+    low-level connect and one `identity` call, in a thread of its own that is abandoned
+    when the time is up."""
+    if not isinstance(address, str) or not SCHEDULER_ADDRESS.fullmatch(address):
+        raise ClusterError(f"scheduler {address!r}: expected a Dask scheduler address such "
+                           "as tcp://host:8786 (PROTOCOL://HOST:PORT or HOST:PORT)")
+    try:
+        import distributed  # noqa: F401 (only whether it is there)
+    except ImportError:
+        raise ClusterError(f"parallel work runs on Dask, which is not installed: "
+                           f"{install_hint}") from None
+    outcome: list[Any] = []
+    prober = threading.Thread(target=_identify_into, args=(address, seconds, outcome),
+                              daemon=True, name="rasp-sim scheduler probe")
+    prober.start()
+    prober.join(seconds + 1.0)  # Dask's timeouts end it first; this is a backstop
+    _judge(address, seconds, outcome[0] if outcome else TimeoutError())
+
+
+def _identify_into(address: str, seconds: float, outcome: list[Any]) -> None:
+    """What the peer at `address` answers to Dask's `identity` call (or the exception),
+    appended to `outcome`. Its own event loop: the caller may be inside one (Jupyter)."""
+    try:
+        outcome.append(asyncio.run(asyncio.wait_for(_identify(address, seconds), seconds)))
+    except BaseException as error:  # noqa: BLE001 (judged in the caller's thread)
+        outcome.append(error)
+
+
+async def _identify(address: str, seconds: float) -> Any:
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    # Half the time to connect (Dask retries a refused one until then), so that a port
+    # nobody listens on is told apart from a peer that accepts and never answers.
+    comm = await connect(address, timeout=seconds / 2,
+                         **Security().get_connection_args("client"))
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
+def _judge(address: str, seconds: float, answer: Any) -> None:
+    """A ClusterError unless `answer` is a Dask scheduler's identity."""
+    if isinstance(answer, TimeoutError):  # before OSError, of which it is a subclass
+        raise ClusterError(f"scheduler {address}: no answer as a Dask scheduler within "
+                           f"{seconds:g} s (something listens there, but not a Dask "
+                           "scheduler, or it is stalled)")
+    if isinstance(answer, OSError):  # refused, unreachable, closed, timed out connecting
+        raise ClusterError(f"scheduler {address}: unreachable, no connection within "
+                           f"{seconds / 2:g} s ({answer.__cause__ or answer})")
+    if isinstance(answer, BaseException) and not isinstance(answer, Exception):
+        raise answer  # KeyboardInterrupt, SystemExit: not the peer's doing
+    if isinstance(answer, Exception):  # MemoryError from a length that is no length, ...
+        raise ClusterError(f"scheduler {address}: not a Dask scheduler (its reply is not "
+                           f"Dask's protocol: {type(answer).__name__})")
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind != "Scheduler":
+        raise ClusterError(f"scheduler {address}: not a Dask scheduler (it answers as "
+                           f"{kind or 'something else'})")
 
 
 @contextmanager

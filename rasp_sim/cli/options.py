@@ -190,12 +190,17 @@ def check_output(output: str, *inputs: str | None, stream_ok: bool = False) -> N
     writable(output)
 
 
-def checked_scheduler(address: str) -> str:
+def checked_scheduler(address: str,
+                      install_hint: str = "pip install 'rasp-sim[compile]' or "
+                      "'rasp-sim[train]'") -> str:
     """A Dask scheduler address, PROTOCOL://HOST:PORT or HOST:PORT (a bare word, a path
-    or a scheduler file would be read as something else by Dask)."""
-    from rasp_sim.dask_cluster import SCHEDULER_ADDRESS
+    or a scheduler file would be read as something else by Dask), that answers as a Dask
+    scheduler: checked before any work, within rasp_sim.dask_cluster.PROBE_SECONDS
+    (ClusterError otherwise, saying whether it is unreachable or not Dask)."""
+    from rasp_sim.dask_cluster import SCHEDULER_ADDRESS, probe_scheduler
 
     if not SCHEDULER_ADDRESS.fullmatch(address):
         raise UsageError(f"--scheduler {address!r}: expected a Dask scheduler address such "
                          "as tcp://host:8786 (PROTOCOL://HOST:PORT or HOST:PORT)")
+    probe_scheduler(address, install_hint)
     return address
