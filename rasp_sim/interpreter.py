@@ -2,7 +2,8 @@
 
 Public API:
 
-- `Interpreter(*, exact=False, strict=False, example=None, sandbox=None, host=None)`
+- `Interpreter(*, exact=False, strict=False, example=None, sandbox=None, host=None,
+  memory_limit=DEFAULT_MEMORY_LIMIT)`
   - `exact`: float literals are Fractions and atom arithmetic is exact (`1/3*3 == 1`);
   - `strict`: no extensions (`exp`, `sum`, `aggregate (` ...: "Undefined variable");
   - `example`: the running example; none until the program runs `set example`;
@@ -10,7 +11,10 @@ Public API:
     or in the bundled library, after resolving symlinks and `..` (`--sandbox`);
   - `host`: who hears what the statements do (`Host`): the REPL's definition check and
     the display of results live there (`rasp_sim.repl_session`); by default nothing is
-    checked or shown.
+    checked or shown;
+  - `memory_limit`: bytes (--memory-limit); a share of them bounds the atom-level values
+    a program run builds (`budget`, a `rasp_sim.limits.AtomBudget`, renewed by each
+    `run_source` and each `execute` at the REPL).
 - `run_source(text, file)`, `run_file(path)`: run a whole program in the top scope
   (files are read by `rasp_sim.program_files.read_program`) and return it as a
   `rasp_sim.program.Program`, which evaluates in the mode it was built in.
@@ -48,8 +52,10 @@ from .errors import (
     RaspError, RaspLoadError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span,
     source_line,
 )
-from .evaluate import evaluate_one
-from .limits import check_collection_length
+from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate_one
+from .limits import (
+    DICT_ENTRY_BYTES, LIST_ELEMENT_BYTES, AtomBudget, check_collection_length,
+)
 from .parser import parse
 from .program import Program
 from .program_files import read_program, sandbox_refusal
@@ -61,10 +67,6 @@ from .values import (
 # call are bounded (about a dozen), so the Python recursion limit is raised to fit.
 MAX_CALL_DEPTH = 1000
 _PYTHON_RECURSION_LIMIT = 40 * MAX_CALL_DEPTH
-# Most loop and comprehension iterations one top-level statement may run, nested ones
-# included: each costs 5-15 us (measured, 2-core machine), so about 10 s in all. A loop
-# whose length would pass the budget is refused before its first iteration.
-MAX_ITERATIONS = 1_000_000
 
 # The original loads its library as `load "RASP_support/rasplib";`, and a function is
 # labelled by the load name of the file that defined it ("RASP_support/rasplib function").
@@ -182,6 +184,7 @@ class Interpreter:
         example: Any = None,
         sandbox: str | os.PathLike | None = None,
         host: Host | None = None,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
     ):
         self.exact = exact
         self.strict = strict
@@ -194,7 +197,11 @@ class Interpreter:
         self.draw_hook: Callable[[graph.SOp, Any], None] | None = None
         self._checking = False  # the library is known good: the host checks what follows
         self._depth = 0
-        self._iterations = 0  # run by the current top-level statement (MAX_ITERATIONS)
+        # One budget per program run (a file with what it loads, a statement at the REPL
+        # prompt, whose rebinding drops the old values): simpler to predict than tracking
+        # which values are still alive, and it bounds the time spent too.
+        self.budget = AtomBudget(memory_limit)
+        self._running_program = False  # in run_source: its statements share one budget
         self._call_sites: list[Span] = []  # the spans of the calls being run, innermost last
         self._user_file: str | None = None  # the file of the top-level statement being run
         self._assigning = False
@@ -249,6 +256,8 @@ class Interpreter:
         afterwards."""
         program = parse(text, file, strict=self.strict)
         self._files.append(Path(file))
+        self.budget.renew()
+        self._running_program = True
         try:
             for statement in program.statements:
                 try:
@@ -259,6 +268,7 @@ class Interpreter:
                     break
         finally:
             self._files.pop()
+            self._running_program = False
         return self.program(file)
 
     def run_file(self, path: str | os.PathLike) -> Program:
@@ -276,7 +286,8 @@ class Interpreter:
     def execute(self, statement: ast.Statement) -> None:
         """Run one statement in the top-level scope and let the host show its results."""
         self._user_file = statement.span.file
-        self._iterations = 0
+        if not self._running_program:  # a statement at the REPL prompt: a program of its own
+            self.budget.renew()
         self._load_results = []  # drops what an interrupted load (Ctrl-C) left unprinted
         try:
             with _recursion_limit(_PYTHON_RECURSION_LIMIT):
@@ -361,7 +372,8 @@ class Interpreter:
             raise RaspTypeError(
                 f"for loop needs to iterate over a list or dict, but got: {describe(iterable)}"
             )
-        self._spend_iterations(len(iterable), "for loop", node.span)
+        self._spend_iterations(f"this for loop of {len(iterable):,} iterations", len(iterable),
+                               node.span)
         for item in list(iterable):
             self._bind_names(env, node.names, item)
             for statement in node.body:  # eager, silent, partial effects persist (6.10)
@@ -549,6 +561,8 @@ class Interpreter:
     def _eval_binary(self, node: ast.BinaryOp, env: Environment) -> Any:
         left = self._eval(node.left, env)
         right = self._eval(node.right, env)
+        if not (is_graph(left) or is_graph(right)):  # `+` and `*` build strings and lists
+            self._spend(lambda: self.budget.spend_operation(node.op, left, right), node.span)
         result = operations.binary(node.op, left, right, node.span, exact=self.exact)
         return self._name(result, expression_names.binary(node.op, left, right), left, right)
 
@@ -609,6 +623,7 @@ class Interpreter:
             args = [self._eval(a, env) for a in node.args]
             if function.id == "assert":
                 return operations.assertion(args, *self._error_site(node.span))
+            self._spend_on_builtin(function.id, args, node.span)
             return operations.EXTENSIONS[function.id](args, node.span, self.exact)
         if len(node.args) == 1:
             # The argument is the input the callee's definition check may use (6.14).
@@ -650,6 +665,7 @@ class Interpreter:
         scope = function.closure.child(function.closure.name + "'")
         for name, value in zip(function.params, args):
             scope.bind(name, value)
+        self._spend_iterations(f"this call of {function.name}", 1, span)
         self._depth += 1
         self._call_sites.append(span)
         try:
@@ -695,12 +711,25 @@ class Interpreter:
 
     def _eval_builtin(self, node: ast.BuiltinCall, env: Environment) -> Any:
         args = [self._eval(a, env) for a in node.args]
+        self._spend_on_builtin(node.name, args, node.span)
         result = operations.BUILTINS[node.name](args, node.span, self.exact)
         return self._name(result, expression_names.builtin(node.name, args), *args)
 
     # -- lists, dicts, comprehensions
 
+    def _spend_on_builtin(self, name: str, args: list, span: Span) -> None:
+        """Draw the list `range(` or `zip(` builds on the program's budget, before it is
+        built (range's arguments are checked on the way, as range checks them)."""
+        if name == "range":
+            self._spend_elements("this range", operations.range_length(args),
+                                 LIST_ELEMENT_BYTES, span)
+        elif name == "zip" and args and all(isinstance(a, list) for a in args):
+            # a fresh list per row: about a fresh element's bytes per element it holds
+            self._spend_elements("this zip", len(args[0]) * len(args), LIST_ELEMENT_BYTES,
+                                 span)
+
     def _eval_list(self, node: ast.ListLiteral, env: Environment) -> Any:
+        self._spend_elements("this list", len(node.items), LIST_ELEMENT_BYTES, node.span)
         return [self._eval(item, env) for item in node.items]
 
     def _dict_key(self, expr: ast.Expr, env: Environment) -> Any:
@@ -713,6 +742,7 @@ class Interpreter:
         return key
 
     def _eval_dict(self, node: ast.DictLiteral, env: Environment) -> Any:
+        self._spend_elements("this dict", len(node.pairs), DICT_ENTRY_BYTES, node.span)
         result = {}
         for key_expr, value_expr in node.pairs:
             key = self._dict_key(key_expr, env)
@@ -726,17 +756,31 @@ class Interpreter:
                 f"{what} comprehension should have got a list or dict to loop over, but got: "
                 + describe(iterable, 40)
             )
-        self._spend_iterations(len(iterable), f"{what} comprehension", node.span)
+        count = len(iterable)
+        self._spend_iterations(f"this {what} comprehension of {count:,} iterations", count,
+                               node.span)
+        self._spend_elements(f"this {what} comprehension", count,
+                             DICT_ENTRY_BYTES if what == "dict" else LIST_ELEMENT_BYTES,
+                             node.span)
         return list(iterable)
 
-    def _spend_iterations(self, count: int, what: str, span: Span) -> None:
-        """Count a loop's `count` iterations against MAX_ITERATIONS, before it runs."""
-        self._iterations += count
-        if self._iterations > MAX_ITERATIONS:
-            raise RaspResourceError(
-                f"this {what} of {count:,} iterations would take the statement's loops and "
-                f"comprehensions past {MAX_ITERATIONS:,} iterations, the limit "
-                "(rasp_sim.interpreter.MAX_ITERATIONS)", span)
+    def _spend_iterations(self, what: str, count: int, span: Span) -> None:
+        """Draw `what`'s `count` iterations (or a call's 1) on the program's budget
+        (MAX_ITERATIONS), before they run."""
+        self._spend(lambda: self.budget.spend_steps(count, what), span)
+
+    def _spend_elements(self, what: str, count: int, bytes_each: int, span: Span) -> None:
+        """Draw a collection of `count` fresh elements on the program's budget, before it
+        is built."""
+        self._spend(lambda: self.budget.spend_elements(count, count * bytes_each, what), span)
+
+    @staticmethod
+    def _spend(spend: Callable[[], None], span: Span) -> None:
+        """`spend()`, its refusal located at `span` (the loop, call or expression)."""
+        try:
+            spend()
+        except RaspResourceError as error:
+            raise error.with_span(span) from None
 
     def _eval_list_comp(self, node: ast.ListComprehension, env: Environment) -> Any:
         result = []

@@ -5,6 +5,10 @@ memory minutes later) or compute `7 ^ (10 ^ 9)` (and never finish). The original
 interpreter inherits that; rasp-sim refuses such values up front with a clear error.
 S-op evaluation has its own, memory-based limit (`rasp_sim.evaluate`).
 
+Those limits are per value. `AtomBudget` adds one budget per program run: every list,
+string and dict a program builds, and every loop iteration and function call it runs,
+draws on it, so thirty lists each within the limits cannot together take 12 GB.
+
 Exact mode's rationals are bounded too: squaring a fraction doubles the size of its
 numerator and denominator, and so does `x + 1/x`, so forty such steps would never end.
 Every rational operation is refused when a bound on its result's size, computed from the
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable
 
@@ -56,13 +61,101 @@ def check_collection_length(length: int, what: str) -> None:
         )
 
 
+# One program run's budget (`AtomBudget`). Loop and comprehension iterations and function
+# calls cost 5-15 us each (measured, 2-core machine): a million is about 10 s of work.
+MAX_ITERATIONS = 1_000_000
+# Elements of the lists, strings and dicts built: as many as one list at the limit.
+MAX_PROGRAM_ELEMENTS = MAX_COLLECTION_LENGTH
+# The values a program builds stay in memory while its s-ops are evaluated, which
+# --memory-limit bounds: they may take this fraction of it (256 MiB of the default 4 GiB),
+# the evaluation the rest.
+ATOM_MEMORY_SHARE = 16
+# Bytes per element, as CPython allocates them (measured with tracemalloc): a list's
+# pointer to an element it shares (`+`, `*`); a pointer and a fresh int or float (range,
+# a literal, a comprehension); a dict's table entry with its spare room, and a fresh key
+# and value (84 measured); a character of an ASCII string, of any other string at most.
+SHARED_ELEMENT_BYTES = 8
+LIST_ELEMENT_BYTES = 40
+DICT_ENTRY_BYTES = 96
+ASCII_CHARACTER_BYTES = 1
+WIDE_CHARACTER_BYTES = 4
+
+
+@dataclass
+class AtomBudget:
+    """What one program run may spend on atom-level values: steps (loop and comprehension
+    iterations, function calls), elements and bytes of the lists, strings and dicts it
+    builds. Everything built counts, even if it is dropped later: a budget of work, simple
+    to predict, which the interpreter renews for each program it runs (a file with what
+    it loads, a statement at the REPL prompt). Each `spend_*` refuses before the work."""
+
+    memory_limit: int  # --memory-limit (Interpreter(memory_limit=)), in bytes
+    steps: int = 0
+    elements: int = 0
+    bytes: int = 0
+
+    @property
+    def max_bytes(self) -> int:
+        return self.memory_limit // ATOM_MEMORY_SHARE
+
+    def renew(self) -> None:
+        """A new program run starts with the whole budget."""
+        self.steps = self.elements = self.bytes = 0
+
+    def spend_steps(self, count: int, what: str) -> None:
+        """Refuse `what` (a loop of `count` iterations, a call: 1) past MAX_ITERATIONS."""
+        if self.steps + count > MAX_ITERATIONS:
+            raise RaspResourceError(
+                f"{what} would take the program past {MAX_ITERATIONS:,} iterations (loops, "
+                "comprehensions and function calls together), its budget "
+                f"(rasp_sim.limits.MAX_ITERATIONS); {self.steps:,} already run")
+        self.steps += count
+
+    def spend_elements(self, count: int, size: int, what: str) -> None:
+        """Refuse building `what`, `count` elements of `size` bytes in all, past the run's
+        element or byte budget."""
+        if self.elements + count > MAX_PROGRAM_ELEMENTS:
+            raise RaspResourceError(
+                f"{what} of {count:,} elements would take the program's lists, strings "
+                f"and dicts past {MAX_PROGRAM_ELEMENTS:,} elements, their budget "
+                f"(rasp_sim.limits.MAX_PROGRAM_ELEMENTS); {self.elements:,} already built")
+        if self.bytes + size > self.max_bytes:
+            limit = _size_text(self.memory_limit)
+            raise RaspResourceError(
+                f"{what} of {count:,} elements (about {_size_text(size)}) would take the "
+                f"program's lists, strings and dicts past {_size_text(self.max_bytes)}, their "
+                f"budget (1/{ATOM_MEMORY_SHARE} of the memory limit, {limit}); "
+                f"{_size_text(self.bytes)} already built; raise it with --memory-limit "
+                "(Python: Interpreter(memory_limit=))")
+        self.elements += count
+        self.bytes += size
+
+    def spend_operation(self, op: str, a: Any, b: Any) -> None:
+        """Spend on `a op b` if it builds a string or list (`+`, `*`), before it does."""
+        if _builds_sequence(op, a, b):
+            length = _checked_length(op, a, b)  # the value's own limit first
+            self.spend_elements(length, length * _element_bytes(a, b), f"this {op}")
+
+
+def _element_bytes(a: Any, b: Any) -> int:
+    """Bytes per element of a `+` or `*` of a string or list: a list shares its elements."""
+    strings = [x for x in (a, b) if isinstance(x, str)]
+    if not strings:
+        return SHARED_ELEMENT_BYTES
+    return max(ASCII_CHARACTER_BYTES if s.isascii() else WIDE_CHARACTER_BYTES for s in strings)
+
+
+def _size_text(size: int) -> str:
+    """A size as --memory-limit is written: 256.0 MiB, 4.0 GiB."""
+    return f"{size / 2**30:,.1f} GiB" if size >= 2**30 else f"{size / 2**20:,.1f} MiB"
+
+
 def check_atom_operation(op: str, a: Any, b: Any, *, exact: bool = False) -> None:
     """Refuse `a op b` when Python would build a huge string, list, integer or rational.
     `exact`: exact mode, where `/` and negative powers of ints give Fractions."""
-    if op in ("*", "+"):
-        if isinstance(a, (str, list)) or isinstance(b, (str, list)):
-            check_collection_length(_result_length(op, a, b), f"{op} on a string or list")
-            return
+    if _builds_sequence(op, a, b):
+        _checked_length(op, a, b)
+        return
     if not (_is_rational(a) and _is_rational(b)):
         return
     if _is_integer(a) and _is_integer(b) and (op in ("+", "-", "%", "*") or (op == "^" and b >= 0)):
@@ -103,6 +196,18 @@ def check_rational_sum(values: Iterable[Any], what: str) -> None:
             f"the exact {what} of {count:,} rationals ({len(denominators):,} distinct "
             f"denominators) could have a numerator or denominator of up to {size:,} bits, "
             f"above the limit of {MAX_FRACTION_BITS:,} (rasp_sim.limits.MAX_FRACTION_BITS)")
+
+
+def _builds_sequence(op: str, a: Any, b: Any) -> bool:
+    return op in ("*", "+") and (isinstance(a, (str, list)) or isinstance(b, (str, list)))
+
+
+def _checked_length(op: str, a: Any, b: Any) -> int:
+    """The length of the string or list `a op b` builds, refused past
+    MAX_COLLECTION_LENGTH (a negative count builds an empty one)."""
+    length = max(0, _result_length(op, a, b))
+    check_collection_length(length, f"{op} on a string or list")
+    return length
 
 
 def _is_rational(x: Any) -> bool:

@@ -201,7 +201,9 @@ def arity(name: str, args: list, expected: int) -> None:
         )
 
 
-def _range(args: list, span: Span, exact: bool) -> list:
+def range_length(args: list) -> int:
+    """The length of the list `range(*args)` builds, its arguments checked, refused past
+    MAX_COLLECTION_LENGTH."""
     if len(args) not in (1, 2, 3):
         raise RaspTypeError(
             f"wrong number of inputs to range, expected: 1, 2, or 3, got: {len(args)}"
@@ -213,7 +215,12 @@ def _range(args: list, span: Span, exact: bool) -> list:
     except ValueError as error:  # range(1, 5, 0)
         raise RaspRuntimeError(f"range failed: {error}") from None
     check_collection_length(len(numbers), "range")
-    return list(numbers)
+    return len(numbers)
+
+
+def _range(args: list, span: Span, exact: bool) -> list:
+    range_length(args)
+    return list(range(*args))
 
 
 def _zip(args: list, span: Span, exact: bool) -> list:

@@ -1,6 +1,7 @@
 """Running programs for people: what statements display, and the REPL's checks.
 
-- `Session(*, exact=False, strict=False, output=None, example=None, sandbox=None)`:
+- `Session(*, exact=False, strict=False, output=None, example=None, sandbox=None,
+  memory_limit=DEFAULT_MEMORY_LIMIT)`:
   run mode (docs/language.md): only expression statements, `draw` and `show example`
   display, nothing is checked, and a failing statement in a loaded file ends the load.
 - `ReplSession(...)`: REPL mode: every s-op/selector subexpression is checked on the
@@ -22,6 +23,7 @@ from .definition_check import DefinitionCheck
 from .display import Display
 from .environment import Environment, is_exported
 from .errors import RaspError, Span
+from .evaluate import DEFAULT_MEMORY_LIMIT
 from .interpreter import Host, Interpreter, Result
 from .program import Program
 
@@ -37,10 +39,11 @@ class Session(Host):
         output: Callable[[str], Any] | TextIO | None = None,
         example: Any = None,
         sandbox: str | os.PathLike | None = None,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
     ):
         self._write = _writer(output)
         self.interpreter = Interpreter(exact=exact, strict=strict, example=example,
-                                       sandbox=sandbox, host=self)
+                                       sandbox=sandbox, host=self, memory_limit=memory_limit)
         # The values of s-ops on the running example, kept while it stays the same.
         self._main_check = DefinitionCheck(exact=self.interpreter.exact)
         self.display = Display(self.interpreter.settings, self.interpreter.values_on,

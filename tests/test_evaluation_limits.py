@@ -7,8 +7,8 @@ import pytest
 from cli_helpers import run_cli, write
 
 from rasp_sim.errors import RaspResourceError
-from rasp_sim.interpreter import MAX_ITERATIONS, Interpreter
-from rasp_sim.limits import MAX_COLLECTION_LENGTH
+from rasp_sim.interpreter import Interpreter
+from rasp_sim.limits import MAX_COLLECTION_LENGTH, MAX_ITERATIONS
 
 
 def _refusal(text: str) -> RaspResourceError:
@@ -36,19 +36,42 @@ def test_nested_comprehensions_count_together():
     assert error.span.column == 6  # the inner comprehension
 
 
-@pytest.mark.parametrize("text, what", [('x = ["ab" * 10^6 for i in range(100)];', "list"),
-                                        ('x = {i: "ab" * 10^6 for i in range(100)};', "dict")])
-def test_string_doubling_in_a_comprehension_is_refused_as_it_grows(text, what):
-    error = _refusal(text)
+@pytest.mark.parametrize("text, what", [('x = [s for i in range(100)];', "list"),
+                                        ('x = {i: s for i in range(100)};', "dict")])
+def test_a_shared_string_in_a_comprehension_is_refused_as_it_grows(text, what):
+    error = _refusal(f's = "ab" * 10^6;\n{text}')
     assert f"this {what} comprehension's elements would have 12,000,000" in error.message
     assert f"{MAX_COLLECTION_LENGTH:,}" in error.message
-    assert error.span.column == 5
+    assert (error.span.line, error.span.column) == (2, 5)
 
 
-def test_the_budget_is_per_top_level_statement():
-    program = Interpreter().run_source(
-        "a = [i for i in range(10^6)];\nb = [i for i in range(10^6)];", "loops.rasp")
-    assert len(program.values["b"]) == 10**6
+def test_strings_built_in_a_comprehension_draw_on_the_program_budget():
+    error = _refusal('x = ["ab" * 10^6 for i in range(100)];')
+    assert "this * of 2,000,000 elements would take the program's lists" in error.message
+    assert "8,000,200 already built" in error.message  # four strings and the list's slots
+    assert error.span.column == 6  # the `*`
+
+
+def test_the_iteration_budget_is_one_per_program_run():
+    half = MAX_ITERATIONS // 2
+    error = _refusal(f"a = [i for i in range({half})];\nb = [i for i in range({half})];\n"
+                     "c = [i for i in range(1)];")
+    assert error.span.line == 3  # the statement that crosses it
+    assert f"{2 * half:,} already run" in error.message
+
+
+def test_each_program_run_has_the_whole_iteration_budget():
+    interpreter = Interpreter()
+    text = f"a = [i for i in range({MAX_ITERATIONS})];"
+    interpreter.run_source(text, "loops.rasp")
+    assert len(interpreter.run_source(text, "loops.rasp").values["a"]) == MAX_ITERATIONS
+
+
+def test_function_calls_draw_on_the_iteration_budget():
+    # doubling recursion: 2^25 calls within the depth limit, which ran for hours
+    error = _refusal("def f(n) { return (f(n - 1) + f(n - 1)) if n > 0 else 1; }\ny = f(25);")
+    assert "this call of f would take the program past" in error.message
+    assert error.span.line == 1
 
 
 def test_recursion_names_the_function_and_its_limit():

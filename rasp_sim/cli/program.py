@@ -31,15 +31,18 @@ def load_program(file: str, *, exact: bool = False, strict: bool = False,
 
 
 def run_statements(file: str, name: str | None, *, exact: bool, strict: bool,
-                   sandbox: bool, example: Any, strict_statements: bool) -> Program:
+                   sandbox: bool, example: Any, strict_statements: bool,
+                   memory_limit: int) -> Program:
     """Run `file` for `rasp-sim run`, going on past failing statements
     (rasp_sim.run_session): lazily without `example`, as the original with it. The
     failures are reported on stderr; a RaspError (saying why) if the target `name` (None:
-    the last name assigned) cannot be computed."""
+    the last name assigned) cannot be computed. `memory_limit`: --memory-limit, a share
+    of which bounds the program's atom-level values (rasp_sim.limits.AtomBudget)."""
     from ..run_session import FaithfulSession, LazySession
 
     options: dict[str, Any] = dict(exact=exact, strict=strict, errors=sys.stderr,
-                                   sandbox=sandbox_folder(file, sandbox))
+                                   sandbox=sandbox_folder(file, sandbox),
+                                   memory_limit=memory_limit)
     session: FaithfulSession | LazySession
     if example is None:
         session = LazySession(**options)

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import RaspError, Span
+from ..limits import ATOM_MEMORY_SHARE
 from ..program_files import check_regular
 from . import UsageError
 from .inputs import BadInput, Entries, atoms, command_line_input, read_inputs_file
@@ -56,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "warning")
     add_language_options(parser)
     add_memory_limit_option(parser, "evaluation working set; bigger batches are split, a "
-                            "single input that does not fit is refused")
+                            "single input that does not fit is refused; the lists, strings "
+                            f"and dicts the program builds may take 1/{ATOM_MEMORY_SHARE} of it")
     parser.set_defaults(handler=run)
 
 
@@ -112,7 +114,8 @@ def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
         example = atoms(command_line_input(args.example, 1, exact=args.exact))
     program = run_statements(args.file, args.name, exact=args.exact, strict=args.strict,
                              sandbox=args.sandbox, example=example,
-                             strict_statements=args.strict_statements)
+                             strict_statements=args.strict_statements,
+                             memory_limit=args.memory_limit)
     name = program.node(args.name)[0]  # a missing name fails before any input runs
 
     @functools.cache  # parsed once, at the first error: a batch may raise thousands
