@@ -54,7 +54,7 @@ from .errors import (
 )
 from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate_one
 from .limits import (
-    DICT_ENTRY_BYTES, LIST_ELEMENT_BYTES, AtomBudget, check_collection_length,
+    CALL_ITERATIONS, DICT_ENTRY_BYTES, LIST_ELEMENT_BYTES, AtomBudget, check_collection_length,
 )
 from .parser import parse
 from .program import Program
@@ -665,7 +665,7 @@ class Interpreter:
         scope = function.closure.child(function.closure.name + "'")
         for name, value in zip(function.params, args):
             scope.bind(name, value)
-        self._spend_iterations(f"this call of {function.name}", 1, span)
+        self._spend_iterations(f"this call of {function.name}", CALL_ITERATIONS, span)
         self._depth += 1
         self._call_sites.append(span)
         try:
@@ -765,8 +765,8 @@ class Interpreter:
         return list(iterable)
 
     def _spend_iterations(self, what: str, count: int, span: Span) -> None:
-        """Draw `what`'s `count` iterations (or a call's 1) on the program's budget
-        (MAX_ITERATIONS), before they run."""
+        """Draw `what`'s `count` iterations on the program's budget (MAX_ITERATIONS),
+        before they run."""
         self._spend(lambda: self.budget.spend_steps(count, what), span)
 
     def _spend_elements(self, what: str, count: int, bytes_each: int, span: Span) -> None:

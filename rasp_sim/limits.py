@@ -61,9 +61,11 @@ def check_collection_length(length: int, what: str) -> None:
         )
 
 
-# One program run's budget (`AtomBudget`). Loop and comprehension iterations and function
-# calls cost 5-15 us each (measured, 2-core machine): a million is about 10 s of work.
+# One program run's budget (`AtomBudget`). Loop and comprehension iterations cost 2-15 us
+# each (measured, 2-core machine): a million is a few seconds of work. A function call
+# costs about ten (24 us measured), and counts as CALL_ITERATIONS.
 MAX_ITERATIONS = 1_000_000
+CALL_ITERATIONS = 10
 # Elements of the lists, strings and dicts built: as many as one list at the limit.
 MAX_PROGRAM_ELEMENTS = MAX_COLLECTION_LENGTH
 # The values a program builds stay in memory while its s-ops are evaluated, which
@@ -103,7 +105,8 @@ class AtomBudget:
         self.steps = self.elements = self.bytes = 0
 
     def spend_steps(self, count: int, what: str) -> None:
-        """Refuse `what` (a loop of `count` iterations, a call: 1) past MAX_ITERATIONS."""
+        """Refuse `what` (a loop of `count` iterations, a call of CALL_ITERATIONS) past
+        MAX_ITERATIONS."""
         if self.steps + count > MAX_ITERATIONS:
             raise RaspResourceError(
                 f"{what} would take the program past {MAX_ITERATIONS:,} iterations (loops, "

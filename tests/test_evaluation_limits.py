@@ -8,7 +8,8 @@ from cli_helpers import run_cli, write
 
 from rasp_sim.errors import RaspResourceError
 from rasp_sim.interpreter import Interpreter
-from rasp_sim.limits import MAX_COLLECTION_LENGTH, MAX_ITERATIONS
+from rasp_sim import limits
+from rasp_sim.limits import CALL_ITERATIONS, MAX_COLLECTION_LENGTH, MAX_ITERATIONS
 
 
 def _refusal(text: str) -> RaspResourceError:
@@ -52,25 +53,28 @@ def test_strings_built_in_a_comprehension_draw_on_the_program_budget():
     assert error.span.column == 6  # the `*`
 
 
-def test_the_iteration_budget_is_one_per_program_run():
-    half = MAX_ITERATIONS // 2
-    error = _refusal(f"a = [i for i in range({half})];\nb = [i for i in range({half})];\n"
+def test_the_iteration_budget_is_one_per_program_run(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_ITERATIONS", 1000)
+    error = _refusal("a = [i for i in range(500)];\nb = [i for i in range(500)];\n"
                      "c = [i for i in range(1)];")
     assert error.span.line == 3  # the statement that crosses it
-    assert f"{2 * half:,} already run" in error.message
+    assert "1,000 already run" in error.message
 
 
-def test_each_program_run_has_the_whole_iteration_budget():
+def test_each_program_run_has_the_whole_iteration_budget(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_ITERATIONS", 1000)
     interpreter = Interpreter()
-    text = f"a = [i for i in range({MAX_ITERATIONS})];"
+    text = "a = [i for i in range(1000)];"
     interpreter.run_source(text, "loops.rasp")
-    assert len(interpreter.run_source(text, "loops.rasp").values["a"]) == MAX_ITERATIONS
+    assert len(interpreter.run_source(text, "loops.rasp").values["a"]) == 1000
 
 
-def test_function_calls_draw_on_the_iteration_budget():
-    # doubling recursion: 2^25 calls within the depth limit, which ran for hours
-    error = _refusal("def f(n) { return (f(n - 1) + f(n - 1)) if n > 0 else 1; }\ny = f(25);")
-    assert "this call of f would take the program past" in error.message
+def test_function_calls_draw_on_the_iteration_budget(monkeypatch):
+    # doubling recursion stays within the depth limit: f(30) made 2^31 calls, for hours
+    monkeypatch.setattr(limits, "MAX_ITERATIONS", 100 * CALL_ITERATIONS)
+    error = _refusal("def f(n) { return (f(n - 1) + f(n - 1)) if n > 0 else 1; }\ny = f(10);")
+    assert "this call of f would take the program past 1,000 iterations" in error.message
+    assert f"{100 * CALL_ITERATIONS:,} already run" in error.message
     assert error.span.line == 1
 
 
