@@ -520,7 +520,8 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
         text = "".join(rows)
         if "\0" not in text:
             return np.array([text]).view("U1").reshape(len(rows), len(rows[0]))
-    if kind == "float" and not exact:
+    # (a text input's row is a str: beside list rows, NumPy refuses the ragged array)
+    if kind == "float" and not exact and not any(isinstance(r, str) for r in rows):
         numbers = np.array(rows)  # float(x) of ints, floats and bools is NumPy's cast
         if numbers.dtype.kind in "bif" and numbers.ndim == 2:
             return numbers.astype(np.float64)
