@@ -4,7 +4,6 @@ or an existing scheduler. Used by `rasp-sim experiment` sweeps and by exhaustive
 and is imported only here, when a cluster is asked for."""
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import signal
@@ -56,6 +55,8 @@ def probe_scheduler(address: object, install_hint: str,
 def _identify_into(address: str, seconds: float, outcome: list[Any]) -> None:
     """What the peer at `address` answers to Dask's `identity` call (or the exception),
     appended to `outcome`. Its own event loop: the caller may be inside one (Jupyter)."""
+    import asyncio
+
     try:
         outcome.append(asyncio.run(asyncio.wait_for(_identify(address, seconds), seconds)))
     except BaseException as error:  # noqa: BLE001 (judged in the caller's thread)

@@ -8,7 +8,9 @@ interpreter against the weights' NumPy forward), in this process or on a Dask cl
 (rasp_sim/dask_cluster.py). Every finished chunk is recorded in a folder, atomically
 (rasp_sim/atomic_write.py), under a manifest naming the model (its computation digest), the
 program (a digest of its graph) and the domain, so that an interrupted proof resumes where
-it stopped and records of another proof are never reused.
+it stopped. A record is used only if it checks out: sealed with that proof's digest and a
+checksum of its content, one of the domain's chunks, its counts that chunk's size; any
+other is proven again (docs/compiler.md says what a proof folder is trusted for).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import itertools
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +30,7 @@ import numpy as np
 
 from rasp_sim import graph as g
 from rasp_sim.atomic_write import write_text
+from rasp_sim.bounded_read import UnreadableFile, read_json
 from rasp_sim.errors import RaspError
 
 from ..weights import Transformer, computation_digest
@@ -36,9 +40,15 @@ from .validate import causal_program, describe_size, domain_size
 
 CHUNK_INPUTS = 2**16  # inputs per chunk at most: about half a second of one core
 BATCH_ROWS = 8_192  # inputs per bulk comparison inside a chunk
-PROOF_FORMAT = 1  # of the records folder's manifest
+PROOF_FORMAT = 2  # of the records folder (2: records sealed with a digest and checksum)
 MANIFEST = "proof.json"
+# A record holds counts and one disagreement (an input of at most max_len tokens): far
+# below this; anything larger is not a record rasp-sim wrote.
+MAX_RECORD_BYTES = 2**20
 ORACLES = ("the rasp-sim interpreter", "the weights' NumPy forward")
+# Inputs of the resumed chunks proven again before their records are believed (spot_check):
+# about a hundredth of a second.
+SPOT_CHECK_INPUTS = 1_024
 # Below this many estimated CPU seconds the rest runs here: a local cluster takes longer
 # to start.
 LOCAL_BELOW_SECONDS = 5.0
@@ -134,16 +144,20 @@ def prove_chunk(task: ProofTask, chunk: Chunk) -> dict:
         checked += len(rows[s:s + BATCH_ROWS])
         if tally.disagreement is not None:
             break
-    disagreement = None
-    if tally.disagreement is not None:
-        tokens, position, expected, actual = tally.disagreement
-        disagreement = {"input": [_json_value(t) for t in tokens], "position": position,
-                        "expected": _json_value(expected), "actual": _json_value(actual)}
     return {"key": chunk.key, "inputs": checked, "compared": tally.compared,
             "undefined": tally.undefined, "max_numeric_error": _json_value(tally.max_numeric_error),
             "output_types": sorted(t.__name__ for t in tally.output_types or ()),
-            "disagreement": disagreement,
+            "disagreement": _disagreement(tally),
             "cpu_seconds": round(time.process_time() - start, 4)}
+
+
+def _disagreement(tally: Tally) -> dict | None:
+    """The tally's first disagreement as JSON (None if none)."""
+    if tally.disagreement is None:
+        return None
+    tokens, position, expected, actual = tally.disagreement
+    return {"input": [_json_value(t) for t in tokens], "position": position,
+            "expected": _json_value(expected), "actual": _json_value(actual)}
 
 
 def _json_value(value: Any) -> Any:
@@ -181,60 +195,242 @@ def program_digest(root: g.SOp) -> str:
 
 
 class Records:
-    """The finished chunks of one proof, in `folder`: a manifest (which proof) and one
-    JSON file per chunk, each written atomically. Records of another proof (another model,
-    program or domain) are removed, not reused; only the files this class writes are
-    touched."""
+    """The finished chunks of one proof, in `folder`: a manifest (which proof, and
+    whether rasp-sim created the folder) and one JSON file per chunk, each written
+    atomically and sealed (`seal`). A folder holding a `proof.json` that is not a
+    rasp-sim manifest, or chunk records without one, is refused and left as it is; the
+    records of another proof (another model, program or domain), or all of them when
+    `resume` is False, are removed; nothing else in the folder is touched."""
 
-    def __init__(self, folder: Path, identity: dict):
+    def __init__(self, folder: Path, identity: dict, resume: bool = True):
         self.folder = folder
         self.identity = identity
+        self.digest = _digest(identity)
+        self.recorded = 0  # chunks recorded, by this run or (resumed) an earlier one
         try:
+            created = not folder.exists()
             folder.mkdir(parents=True, exist_ok=True)
-            manifest = folder / MANIFEST
-            if self._stale(manifest):
-                for path in folder.glob("chunk-*.json"):
-                    path.unlink()
-            write_text(manifest, json.dumps(identity, indent=1))
+            manifest = self._manifest()
+            self.created_folder = created or bool(manifest and manifest.get("created_folder"))
+            if manifest is not None and (not resume or not self._matches(manifest)):
+                self._remove_chunks()
+            write_text(folder / MANIFEST,
+                       json.dumps({**identity, "created_folder": self.created_folder},
+                                  indent=1))
         except OSError as error:
             raise ProofError(f"cannot write the proof records in {folder}: "
-                             f"{error.strerror or error} (choose another folder with "
-                             "--proof-dir, or proof_dir= in the Python API)") from None
+                             f"{error.strerror or error} ({_ELSEWHERE})") from None
 
-    def _stale(self, manifest: Path) -> bool:
-        """Whether the folder's records are not this proof's (none, unreadable, another's)."""
+    def _manifest(self) -> dict | None:
+        """The folder's rasp-sim manifest (None: an empty or new folder); a ProofError for
+        a folder that holds what rasp-sim did not write."""
+        path = self.folder / MANIFEST
+        if not os.path.lexists(path):
+            if next(self.folder.glob("chunk-*.json"), None) is not None:
+                raise ProofError(f"{self.folder} holds chunk-*.json files but no {MANIFEST}: "
+                                 "not a rasp-sim proof folder, so its files are left alone "
+                                 f"({_ELSEWHERE})")
+            return None
         try:
-            return json.loads(manifest.read_text()) != self.identity
-        except (OSError, ValueError):
-            return True
+            manifest = read_json(path, "proof manifest", MAX_RECORD_BYTES)
+        except UnreadableFile as error:
+            manifest = error
+        if not isinstance(manifest, dict) or not _MANIFEST_FIELDS <= manifest.keys():
+            why = f": {manifest}" if isinstance(manifest, UnreadableFile) else ""
+            raise ProofError(f"{path} is not a rasp-sim proof manifest{why}; the folder's "
+                             f"files are left alone ({_ELSEWHERE})")
+        return manifest
 
-    def finished(self) -> dict[str, dict]:
-        """The records of the finished chunks, by chunk key (an unreadable one is redone)."""
+    def _matches(self, manifest: dict) -> bool:
+        return {k: manifest.get(k) for k in self.identity} == self.identity
+
+    def finished(self, warn: Callable[[str], None]) -> dict[str, dict]:
+        """The records of the finished chunks that check out, by chunk key; `warn` gets a
+        line for each one that does not (it is proven again)."""
         done = {}
         for path in self.folder.glob("chunk-*.json"):
             try:
-                record = json.loads(path.read_text())
-            except (OSError, ValueError):
+                record = read_json(path, "proof record", MAX_RECORD_BYTES)
+                problem = record_problem(record, self.digest, self.identity)
+            except UnreadableFile as error:
+                problem = str(error)
+            if problem is None and path.name != f"chunk-{record['key']}.json":
+                problem = f"it is the record of chunk {record['key']}"
+            if problem is not None:
+                warn(f"warning: proof record {path}: {problem}; its chunk is proven again")
+                _unlink(path)  # its name is the new record's
                 continue
-            if isinstance(record, dict) and path.name == f"chunk-{record.get('key')}.json":
-                done[record["key"]] = record
+            done[record["key"]] = record
+        self.recorded = len(done)
         return done
 
     def add(self, record: dict) -> None:
         try:
-            write_text(self.folder / f"chunk-{record['key']}.json", json.dumps(record))
+            write_text(self.folder / f"chunk-{record['key']}.json",
+                       json.dumps(sealed(record, self.digest)))
         except OSError as error:
             raise ProofError(f"cannot record a finished chunk in {self.folder}: "
                              f"{error.strerror or error}") from None
+        self.recorded += 1
 
     def remove(self) -> None:
-        """The records, once the proof's result is in the model (the folder too if empty)."""
-        for path in [*self.folder.glob("chunk-*.json"), self.folder / MANIFEST]:
-            path.unlink(missing_ok=True)
-        try:
-            self.folder.rmdir()
-        except OSError:
-            pass  # not empty: the user's own files are left alone
+        """The records, once the proof's result is in the model, and the folder if rasp-sim
+        created it and nothing else is in it."""
+        self._remove_chunks()
+        (self.folder / MANIFEST).unlink(missing_ok=True)
+        if self.created_folder:
+            try:
+                self.folder.rmdir()
+            except OSError:
+                pass  # not empty: files someone put there since are left alone
+
+    def forget(self) -> None:
+        """Remove the chunk records: none of them is trusted."""
+        self._remove_chunks()
+        self.recorded = 0
+
+    def _remove_chunks(self) -> None:
+        for path in self.folder.glob("chunk-*.json"):
+            _unlink(path)
+
+
+def _unlink(path: Path) -> None:
+    """Remove a record; what cannot be removed (a folder of that name) is left, and a
+    record written there later is refused by name (rasp_sim.atomic_write)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+_ELSEWHERE = "choose another folder with --proof-dir, or proof_dir= in the Python API"
+_MANIFEST_FIELDS = {"format", "model", "program", "domain", "chunk_inputs"}
+_RECORD_FIELDS = {"key", "inputs", "compared", "undefined", "max_numeric_error",
+                  "output_types", "disagreement", "cpu_seconds", "proof", "checksum"}
+_DISAGREEMENT_FIELDS = {"input", "position", "expected", "actual"}
+_KEY = re.compile(r"n(\d{1,9})-((?:\d{1,9}(?:\.\d{1,9})*)?)")
+
+
+def _digest(value: Any) -> str:
+    """SHA-256 of a JSON value, written canonically (sorted keys, no spaces)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sealed(record: dict, digest: str) -> dict:
+    """`record` bound to its proof (`digest` of the manifest's identity: model, program,
+    domain) and carrying a checksum of all that content."""
+    bound = {**record, "proof": digest}
+    return {**bound, "checksum": _digest(bound)}
+
+
+def record_problem(record: Any, digest: str, identity: dict) -> str | None:
+    """Why `record` is not a sealed, consistent record of one chunk of the proof
+    `identity` (whose digest is `digest`), or None when it is one."""
+    if not isinstance(record, dict) or record.keys() != _RECORD_FIELDS:
+        return "it is not a proof record (its fields are not a record's)"
+    content = {k: v for k, v in record.items() if k != "checksum"}
+    if record["checksum"] != _digest(content):
+        return "its checksum does not match its content"
+    if record["proof"] != digest:
+        return "it belongs to another proof (another model, program or domain)"
+    size = chunk_size(record["key"], identity)
+    if size is None:
+        return f"its key {record['key']!r} is not a chunk of this domain"
+    return _counts_problem(record, size) or _fields_problem(record)
+
+
+def chunk_size(key: Any, identity: dict) -> int | None:
+    """The number of inputs of the chunk `key` of the proof `identity`'s plan (None when
+    no chunk of that plan has that key)."""
+    chunk = chunk_of(key)
+    if chunk is None:
+        return None
+    domain, vocab_size = identity["domain"], len(identity["domain"]["vocab"])
+    if not domain["min_len"] <= chunk.length <= domain["max_len"]:
+        return None
+    free = free_positions(vocab_size, chunk.length, identity["chunk_inputs"])
+    if len(chunk.prefix) != chunk.length - free or any(i >= vocab_size for i in chunk.prefix):
+        return None
+    return int(vocab_size ** free)
+
+
+def chunk_of(key: Any) -> Chunk | None:
+    """The chunk whose key is `key` (None when `key` is not one as Chunk.key writes it)."""
+    match = _KEY.fullmatch(key) if isinstance(key, str) else None
+    if match is None:
+        return None
+    prefix = tuple(int(i) for i in match[2].split(".")) if match[2] else ()
+    chunk = Chunk(int(match[1]), prefix)
+    return chunk if chunk.key == key else None  # not with leading zeros, say
+
+
+def _counts_problem(record: dict, size: int) -> str | None:
+    """The counts of a chunk of `size` inputs: whole numbers, compared and undefined
+    adding up to the inputs checked, all of the chunk unless a disagreement stopped it."""
+    counts = [record[k] for k in ("inputs", "compared", "undefined")]
+    if not all(type(c) is int and c >= 0 for c in counts):
+        return "its counts are not whole numbers >= 0"
+    inputs, compared, undefined = counts
+    if compared + undefined != inputs:
+        return f"it counts {compared:,} compared and {undefined:,} undefined of {inputs:,} inputs"
+    if record["disagreement"] is None and inputs != size:
+        return f"it counts {inputs:,} inputs in a chunk of {size:,}"
+    if record["disagreement"] is not None and not (0 < compared and inputs <= size):
+        return f"it counts {inputs:,} inputs, {compared:,} compared, in a chunk of {size:,}"
+    return None
+
+
+def _fields_problem(record: dict) -> str | None:
+    """The other fields' types: what Proof.add and the model's record expect."""
+    error, cpu = record["max_numeric_error"], record["cpu_seconds"]
+    if not (_is_real(error) and error >= 0 or error in ("inf", "nan")):
+        return "its max_numeric_error is not a number >= 0"
+    if not (_is_real(cpu) and 0 <= cpu < math.inf):
+        return "its cpu_seconds is not a number >= 0"
+    types = record["output_types"]
+    if not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
+        return "its output_types is not a list of type names"
+    d = record["disagreement"]
+    if d is not None and not (isinstance(d, dict) and d.keys() == _DISAGREEMENT_FIELDS
+                              and isinstance(d["input"], list) and type(d["position"]) is int
+                              and 0 <= d["position"] < len(d["input"])):
+        return "its disagreement is not an input, a position and two values"
+    return None
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def spot_check(task: ProofTask, done: dict[str, dict],
+               inputs: int = SPOT_CHECK_INPUTS) -> dict | None:
+    """A disagreement among `inputs` inputs drawn at random from the chunks that the
+    records `done` say are all correct (None if none is found). A checksum is no
+    signature: anyone who can write the folder can seal a record, and this catches a
+    forged "all correct" over a model that is wrong on a fair share of those chunks."""
+    claimed = [chunk_of(key) for key, record in done.items()
+               if record["disagreement"] is None]
+    if not claimed:
+        return None
+    vocab_size = len(task.encoding.vocab)
+    rng = np.random.default_rng()  # unseeded: a forger cannot tell which inputs
+    by_length: dict[int, list[np.ndarray]] = {}
+    for pick in rng.integers(len(claimed), size=inputs):
+        chunk = claimed[pick]
+        assert chunk is not None  # a record's key checked out (record_problem)
+        by_length.setdefault(chunk.length, []).append(_random_row(chunk, vocab_size, rng))
+    tally = Tally()
+    for rows in by_length.values():
+        compare_rows(task.reference, task.weights, task.encoding, np.array(rows), tally)
+        if tally.disagreement is not None:
+            break
+    return _disagreement(tally)
+
+
+def _random_row(chunk: Chunk, vocab_size: int, rng: np.random.Generator) -> np.ndarray:
+    free = rng.integers(vocab_size, size=chunk.length - len(chunk.prefix))
+    return np.concatenate([np.array(chunk.prefix, dtype=np.int64), free])
 
 
 # ---------------------------------------------------------------------------- a proof
@@ -306,10 +502,13 @@ def proof_task(weights: Transformer, root: g.SOp) -> tuple[ProofTask, dict]:
 def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | None = None,
           scheduler: str | None = None, report: Callable[[str], None] = lambda line: None,
           local_below_seconds: float = LOCAL_BELOW_SECONDS,
-          resume_hint: str = "run the same command again to resume from there"
-          ) -> tuple[Proof, Records]:
+          resume_hint: str = "run the same command again to resume from there",
+          resume: bool = True) -> tuple[Proof, Records]:
     """Prove `weights` against the program `root` on every input of the model's domain,
-    recording finished chunks in `folder` and skipping those recorded there already.
+    recording finished chunks in `folder` and skipping those recorded there already
+    whose records check out (none with `resume` False: every chunk is proven again).
+    A `scheduler` is probed first, whatever the domain's size (ClusterError if it is not
+    a Dask scheduler answering in time: rasp_sim.dask_cluster.probe_scheduler).
 
     The first pending chunk runs here and measures the throughput; `report` gets the
     domain's size and the time estimate, then progress lines. The rest runs here when it
@@ -319,6 +518,10 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     resume. Returns the
     proof and its records (for the caller to remove once the result is in the model)."""
     start = time.perf_counter()
+    if scheduler is not None:
+        from rasp_sim.dask_cluster import probe_scheduler
+
+        probe_scheduler(scheduler, DASK_HINT)
     task, domain = proof_task(weights, root)
     vocab_size = len(domain["vocab"])
     total = domain_size(vocab_size, domain["max_len"], domain["min_len"])
@@ -328,16 +531,25 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     identity = {"format": PROOF_FORMAT, "model": computation_digest(weights),
                 "program": program_digest(task.reference), "domain": domain,
                 "chunk_inputs": CHUNK_INPUTS}
-    records = Records(folder, identity)
+    records = Records(folder, identity, resume)
     proof = Proof(domain, total, chunks)
-    for record in records.finished().values():
+    done = records.finished(report)
+    contradicted = spot_check(task, done) if done else None
+    if contradicted is not None:
+        report(f"warning: the records in {folder} say the model is right where it is "
+               f"not (on input {contradicted['input']!r}): none of them is trusted, every "
+               "chunk is proven again")
+        records.forget()
+        done = {}
+    for record in done.values():
         proof.add(record)
         proof.resumed += 1
     report(f"proving on every input: {describe_size(total)} inputs (lengths "
            f"{domain['min_len']}..{domain['max_len']} over {vocab_size} tokens) in "
            f"{chunks:,} chunks" + (f", {proof.resumed:,} of them recorded in {folder} "
                                    "by an earlier run" if proof.resumed else ""))
-    pending = _pending(records, vocab_size, domain)
+    pending = (c for c in chunk_plan(vocab_size, domain["min_len"], domain["max_len"])
+               if c.key not in done)
     try:
         if proof.disagreement is None:
             _run(task, pending, proof, records, workers, scheduler, report,
@@ -345,16 +557,10 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     except KeyboardInterrupt:
         raise ProofInterrupted(
             f"the proof stopped: {proof.inputs:,} of {describe_size(total)} inputs "
-            f"({len(records.finished()):,} of {chunks:,} chunks) are proven and recorded in "
+            f"({records.recorded:,} of {chunks:,} chunks) are proven and recorded in "
             f"{folder}; {resume_hint}") from None
     proof.seconds = time.perf_counter() - start
     return proof, records
-
-
-def _pending(records: Records, vocab_size: int, domain: dict) -> Iterator[Chunk]:
-    done = set(records.finished())
-    return (c for c in chunk_plan(vocab_size, domain["min_len"], domain["max_len"])
-            if c.key not in done)
 
 
 def _run(task: ProofTask, pending: Iterator[Chunk], proof: Proof, records: Records,

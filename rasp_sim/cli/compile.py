@@ -10,6 +10,7 @@ import math
 import sys
 from typing import Any
 
+from ..dask_cluster import PROBE_SECONDS
 from ..errors import RaspError
 from ..graph import SOp
 from ..program_files import check_regular
@@ -104,7 +105,8 @@ def _add_validation_options(parser: argparse.ArgumentParser, seed_help: str,
 def _add_proof_options(parser: argparse.ArgumentParser, default_folder: str) -> None:
     proof = parser.add_argument_group(
         "exhaustive proof", "check every input of the declared domain, whatever its size, in "
-        "chunks on Dask; an interrupted proof (Ctrl-C) resumes when the command is run again")
+        "chunks on Dask; an interrupted proof (Ctrl-C) resumes when the command is run again, "
+        "from the records that check out (--no-resume: none)")
     proof.add_argument("--exhaustive", action="store_true",
                        help="compare the weights with the interpreter on every input of the "
                        "domain (printing its size and an estimate of the time first) and "
@@ -115,11 +117,16 @@ def _add_proof_options(parser: argparse.ArgumentParser, default_folder: str) -> 
                        "this machine's cores; 1 runs the proof in this process)")
     proof.add_argument("--scheduler", metavar="ADDRESS",
                        help="with --exhaustive: run the chunks on an existing Dask scheduler, "
-                       "e.g. tcp://host:8786")
+                       f"e.g. tcp://host:8786 (refused before any work unless it answers as "
+                       f"one within {PROBE_SECONDS:g} s)")
     proof.add_argument("--proof-dir", metavar="DIR",
                        help=f"with --exhaustive: where finished chunks are recorded (default "
-                       f"{default_folder}, next to the model; removed once the proof is in "
-                       "the model)")
+                       f"{default_folder}, next to the model; the records are removed once "
+                       "the proof is in the model, the folder too if rasp-sim created it)")
+    proof.add_argument("--no-resume", action="store_true",
+                       help="with --exhaustive: prove every chunk again, using none of the "
+                       "records in the proof folder (for a folder someone else could write: "
+                       "a record's checksum is no signature)")
 
 
 def _check_proof_options(args: argparse.Namespace) -> None:
@@ -128,7 +135,8 @@ def _check_proof_options(args: argparse.Namespace) -> None:
             checked_scheduler(args.scheduler)
         return
     for option, value in (("--workers", args.workers), ("--scheduler", args.scheduler),
-                          ("--proof-dir", args.proof_dir)):
+                          ("--proof-dir", args.proof_dir),
+                          ("--no-resume", args.no_resume or None)):
         if value is not None:
             raise UsageError(f"{option} is for an exhaustive proof: add --exhaustive")
 
@@ -142,7 +150,7 @@ def _prove(args: argparse.Namespace, driver: Any, weights: Any, root: SOp,
     folder = Path(args.proof_dir) if args.proof_dir else Path(f"{model_path}.proof")
     try:
         return driver.prove(weights, root, folder, workers=args.workers,
-                            scheduler=args.scheduler,
+                            scheduler=args.scheduler, resume=not args.no_resume,
                             report=lambda line: print(line, file=sys.stderr, flush=True))
     except driver.ProofInterrupted as stopped:
         args.handles_interrupts = True  # said here: main() need not say "interrupted" too
@@ -157,18 +165,48 @@ def _proof_line(proof: Any) -> str:
             f"{f'; {proof.resumed} chunks resumed' if proof.resumed else ''})")
 
 
-def describe_proof(proof: dict) -> str:
-    """A model's recorded proof in words (the compile record's "proof")."""
-    domain = proof.get("domain", {})
-    where = (f"lengths {domain.get('min_len')}..{domain.get('max_len')} over "
-             f"{len(domain.get('vocab', []))} tokens")
-    if not proof.get("ok"):
-        return (f"exhaustive proof FAILED on the domain of {proof.get('inputs'):,} inputs "
+def describe_proof(proof: Any) -> str:
+    """A model's recorded proof in words (the compile record's "proof"). The model's
+    hash is a checksum, not a signature, so a record that is not what rasp-sim writes is
+    said to be so rather than described."""
+    problem = _recorded_proof_problem(proof)
+    if problem is not None:
+        return (f"a recorded proof that is not rasp-sim's ({problem}); verify --exhaustive "
+                "proves the model again")
+    domain = proof["domain"]
+    where = (f"lengths {domain['min_len']}..{domain['max_len']} over "
+             f"{len(domain['vocab'])} tokens")
+    if not proof["ok"]:
+        return (f"exhaustive proof FAILED on the domain of {proof['inputs']:,} inputs "
                 f"({where}): {proof.get('disagreement')}")
-    return (f"proven on every input: {proof.get('inputs'):,} inputs ({where}, "
-            f"{proof.get('undefined'):,} outside the program's domain), "
-            f"{' against '.join(proof.get('oracles', []))}, max numerical error "
-            f"{proof.get('max_numeric_error', 0):.3g}")
+    error = proof.get("max_numeric_error", 0)  # a number, or "inf" / "nan" (JSON has none)
+    error_text = f"{error:.3g}" if isinstance(error, (int, float)) else repr(error)
+    return (f"proven on every input: {proof['inputs']:,} inputs ({where}, "
+            f"{proof['undefined']:,} outside the program's domain), "
+            f"{' against '.join(proof['oracles'])}, max numerical error {error_text}")
+
+
+def _recorded_proof_problem(proof: Any) -> str | None:
+    """Why `proof` is not a proof record as proof.Proof.as_metadata writes it (None if
+    it is one): the fields describe_proof reads, of their types, counts >= 0."""
+    if not isinstance(proof, dict):
+        return "not a record"
+    domain = proof.get("domain")
+    if not (isinstance(domain, dict) and isinstance(domain.get("vocab"), list)
+            and all(_is_count(domain.get(k)) for k in ("min_len", "max_len"))):
+        return "its domain is not a vocabulary and lengths"
+    if not all(_is_count(proof.get(k)) for k in ("inputs", "undefined")):
+        return "its counts are not whole numbers >= 0"
+    oracles = proof.get("oracles")
+    if not (isinstance(oracles, list) and all(isinstance(o, str) for o in oracles)):
+        return "its oracles are not names"
+    if not isinstance(proof.get("ok"), bool):
+        return "it says neither proven nor failed"
+    return None
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 def load_sop(file: str, name: str, sandbox: bool) -> SOp:
