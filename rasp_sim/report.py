@@ -4,8 +4,10 @@ The page holds, from the `Trace` of the input (rasp_sim/trace.py, the data of
 `rasp-sim trace`):
 
 - the layer diagram: the embedding, every block and the readout, each block labelled with
-  the RASP operations it computes and their source lines (the compile record), painted by
-  `draw_matplotlib` (so its boxes never overlap) as inline SVG;
+  the RASP operations it computes and their source lines (the compile record; a line is
+  quoted only from a file the model may name, rasp_sim/model_files.py, and otherwise the
+  label says why not), painted by `draw_matplotlib` (so its boxes never overlap) as inline
+  SVG;
 - the residual stream after the embedding and after every block, as a heatmap (positions
   x labelled residual directions);
 - every head's attention pattern as a query x key grid, every MLP's hidden activations;
@@ -17,9 +19,7 @@ loads nothing from the network or the disk, so it opens anywhere, offline, as on
 from __future__ import annotations
 
 import base64
-import importlib.resources
 import io
-import re
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -30,6 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .draw import Drawing, Edge
+from .model_files import ModelFiles
 from .trace import Trace
 
 _DPI = 100
@@ -57,49 +58,40 @@ class Reference:
     note: str = ""
 
 
-def source_line(at: str | None) -> str | None:
-    """The text of the source line `at` (`file:line:col`) names, if the file is readable:
-    the standard library (`<stdlib>`) or a file relative to the current folder."""
-    found = re.fullmatch(r"(.*):(\d+):\d+", at or "")
-    if found is None:
-        return None
-    file, line = found[1], int(found[2])
-    try:
-        if file == "<stdlib>":
-            text = importlib.resources.files("rasp_sim").joinpath("stdlib.rasp").read_text()
-        else:
-            text = Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    lines = text.splitlines()
-    return lines[line - 1].strip() if 0 < line <= len(lines) else None
-
-
 def _short_at(at: str) -> str:
     """`at` with the folders dropped: `classic.rasp:10:38`."""
     return at if at.startswith("<") else Path(at).name
 
 
-def block_label(index: int, kind: str, operations: Sequence[Any]) -> str:
-    """`block 0: attention`, then per operation its name, location and source line."""
+def block_label(index: int, kind: str, operations: Sequence[Any], files: ModelFiles) -> str:
+    """`block 0: attention`, then per operation its name, location and source line (or
+    why the line is not shown)."""
     lines = [f"block {index}: {kind}"]
     for operation in operations:
         lines.append(operation.op)
         if operation.at:
-            source = source_line(operation.at)
-            where = _short_at(operation.at)
-            if source:
-                where += "  " + (source if len(source) <= _SOURCE_CHARS
-                                 else source[:_SOURCE_CHARS - 3] + "...")
-            lines.append(where)
+            lines.append(f"{_short_at(operation.at)}  {_quoted(files, operation.at)}".rstrip())
     return "\n".join(lines)
 
 
-def layer_diagram(model: Any) -> Drawing:
+def _quoted(files: ModelFiles, at: str) -> str:
+    """The source line at `at`, cut to _SOURCE_CHARS; or `[not shown: why]`."""
+    line = files.source_line(at)
+    if line is None:
+        return ""
+    if line.text is None:
+        return f"[not shown: {line.refused.short if line.refused else 'unreadable'}]"
+    source = line.text
+    return source if len(source) <= _SOURCE_CHARS else source[:_SOURCE_CHARS - 3] + "..."
+
+
+def layer_diagram(model: Any, files: ModelFiles) -> Drawing:
     """The model as a drawing: the embedding, a row per block (a band per transformer
-    layer: attention then MLP), the readout; kinds give the boxes their colours."""
+    layer: attention then MLP), the readout; kinds give the boxes their colours. Source
+    lines are read through `files` (the model's own folder and the library)."""
     blocks = model.layers
-    labels = ["embedding"] + [block_label(b.index, b.kind, b.operations) for b in blocks]
+    labels = ["embedding"] + [block_label(b.index, b.kind, b.operations, files)
+                              for b in blocks]
     labels.append("readout: decoded output")
     kinds = ["input"] + ["aggregate" if b.kind == "attention" else "map" for b in blocks]
     kinds.append("input")
@@ -182,8 +174,22 @@ def output_table(trace: Trace, reference: Reference, tolerance: float) -> str:
             f"<th>interpreter</th><th>agree</th></tr>{rows}</table>")
 
 
-def report_html(model: Any, trace: Trace, reference: Reference, title: str) -> str:
-    """The whole page (see the module docstring)."""
+def unshown_sources(files: ModelFiles) -> str:
+    """A paragraph naming each source file whose lines are not shown, and why; empty if
+    every line was shown."""
+    refused = files.refused()
+    if not refused:
+        return ""
+    items = "".join(f"<li><code>{escape(name)}</code>: {escape(str(why))}</li>"
+                    for name, why in refused.items())
+    return (f'<p id="unshown">Source lines not shown (a model names only files in its own '
+            f"folder or the bundled library):</p><ul>{items}</ul>")
+
+
+def report_html(model: Any, trace: Trace, reference: Reference, title: str,
+                files: ModelFiles) -> str:
+    """The whole page (see the module docstring); `files`: the files the model may name
+    (rasp_sim/model_files.py), for its source lines."""
     from .draw_matplotlib import figure_of
 
     info = model.info
@@ -207,9 +213,10 @@ def report_html(model: Any, trace: Trace, reference: Reference, title: str) -> s
         f"{info.get('heads')} heads, residual width {info.get('residual_width')}.</p>",
         "<h2>Output</h2>", output_table(trace, reference, tolerance),
         "<h2>Layer diagram</h2>",
-        f'<figure class="diagram" id="diagram">{_svg(figure_of(layer_diagram(model)))}'
+        f'<figure class="diagram" id="diagram">{_svg(figure_of(layer_diagram(model, files)))}'
         "<figcaption>Each block with the RASP operations it computes and their source "
         "lines.</figcaption></figure>",
+        unshown_sources(files),
         "<h2>Residual stream, block by block</h2>",
         stream(trace.residuals[0].values, "residual stream after the embedding"),
     ]

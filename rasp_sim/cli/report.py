@@ -12,6 +12,7 @@ from .trace import add_model_and_input
 
 if TYPE_CHECKING:
     from ..model import Model
+    from ..model_files import ModelFiles
     from ..report import Reference
 
 
@@ -31,19 +32,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_report)
 
 
-def _reference(model: "Model", sequence: Any) -> "Reference":
+def _reference(model: "Model", sequence: Any, files: "ModelFiles") -> "Reference":
     """The interpreter's output on `sequence` for the program the compile record names,
-    or a `Reference` saying why there is none (the program file moved, or fails)."""
+    or a `Reference` saying why there is none: the program is not a file the model may
+    name (rasp_sim/model_files.py: its own folder or the library), or it fails."""
     from ..errors import RaspError
+    from ..model_files import Refused
     from ..report import Reference
-    from .program import load_program
 
-    info = model.info
-    file, name = info.get("program"), info.get("name")
-    if not file or not Path(file).is_file():
-        return Reference(None, f"the compiled program {file!r} is not readable from here")
+    file, name = model.info.get("program"), model.info.get("name")
+    if not isinstance(file, str) or not file:
+        return Reference(None, "the compile record names no program")
     try:
-        return Reference(load_program(file).run([sequence], name)[0])
+        return Reference(files.run_program(file).run([sequence], name)[0])
+    except Refused as refusal:
+        return Reference(None, f"the compiled program is not run: {refusal}")
     except RaspError as error:
         return Reference(None, f"the interpreter fails on it: {error.message}")
 
@@ -52,6 +55,7 @@ def run_report(args: argparse.Namespace) -> int:
     from ..atomic_write import write_bytes
     from ..errors import RaspError
     from ..model import load_model
+    from ..model_files import ModelFiles
     from ..report import report_html
     from .inputs import atoms, command_line_input
 
@@ -64,8 +68,9 @@ def run_report(args: argparse.Namespace) -> int:
         print(model.warning, file=sys.stderr)
     sequence = atoms(command_line_input(args.input, 1))
     trace = model.trace(sequence)
-    page = report_html(model, trace, _reference(model, sequence),
-                       f"rasp-sim report: {Path(args.model).name}")
+    files = ModelFiles.of(args.model)
+    page = report_html(model, trace, _reference(model, sequence, files),
+                       f"rasp-sim report: {Path(args.model).name}", files)
     try:
         write_bytes(Path(args.output), page.encode("utf-8"))
     except OSError as error:

@@ -364,10 +364,12 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
     """The s-op to compare with, and a line saying which program ran: --program/--name,
-    else the compile record's program file and name when that file resolves inside the
-    model's folder (a weights file is untrusted input: it never makes rasp-sim run a
-    program elsewhere); None if there is none."""
+    else the compile record's program file and name when the model may name that file
+    (rasp_sim/model_files.py: a weights file is untrusted input, it never makes rasp-sim
+    run a program outside the model's folder and the library); None if there is none."""
     from rasp_sim.compiler import compile_info
+    from rasp_sim.graph import SOp
+    from rasp_sim.model_files import ModelFiles, Refused
 
     from .compile import load_sop
 
@@ -376,24 +378,18 @@ def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
             f"{args.name} ({args.program}, from --program)"
     info = compile_info(model)
     file, name = info.get("program"), info.get("name")
-    folder = Path(args.target).resolve().parent
-    found = _inside(folder, file) if isinstance(file, str) else None
-    if found is None or not (isinstance(name, str) and name):
-        return None, (f"none: the compile record's program {file!r} is not in the model's "
-                      f"folder {folder}; compared with the compiled model only (--program "
-                      "FILE --name NAME adds the interpreter)")
-    return load_sop(str(found), name, args.sandbox), f"{name} ({file}, from the compile record)"
-
-
-def _inside(folder: Path, file: str) -> Path | None:
-    """`file` (relative to the model's folder, or absolute), resolved, if it is a .rasp
-    file inside `folder`; else None."""
     try:
-        path = (folder / file).resolve()  # an absolute `file` replaces the folder
-    except (OSError, ValueError):  # a loop of links, a NUL byte
-        return None
-    inside = path.suffix == ".rasp" and path.is_relative_to(folder) and path.is_file()
-    return path if inside else None
+        if not (isinstance(file, str) and file and isinstance(name, str) and name):
+            raise Refused("the compile record names no program and s-op")
+        _, node = ModelFiles.of(args.target).run_program(file).node(name)
+    except Refused as refusal:
+        return None, (f"none: the compile record's program {file!r} is not run: {refusal}; "
+                      "compared with the compiled model only (--program FILE --name NAME "
+                      "adds the interpreter)")
+    if not isinstance(node, SOp):
+        raise RaspError(f"'{name}' in {file} is a selector; only s-ops are compiled",
+                        node.span)
+    return node, f"{name} ({file}, from the compile record)"
 
 
 DEFAULT_MAX_INPUTS = 100_000  # as many as `rasp-sim compile` validates one by one

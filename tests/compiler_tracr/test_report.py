@@ -49,7 +49,9 @@ window.addEventListener("load", function () {
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("report")
     model = folder / "reverse.npz"
-    assert main(["compile", str(EXAMPLES / "reverse.rasp"), "--name", "reversed", "--vocab",
+    # the program next to its model: a model names files only in its own folder
+    shutil.copy(EXAMPLES / "reverse.rasp", folder / "reverse.rasp")
+    assert main(["compile", str(folder / "reverse.rasp"), "--name", "reversed", "--vocab",
                  "a,b,c", "--max-len", "5", "-o", str(model)]) == 0
     page = folder / "report.html"
     assert main(["report", str(model), "--input", "abc", "-o", str(page)]) == 0

@@ -353,8 +353,9 @@ def test_without_the_program_file_verify_compares_with_the_model(tmp_path, capsy
     code, checked = run_json(capsys, "universal", "verify", model, "--ut", ut)
     assert code == 0 and "agree_with_program" not in checked
     assert checked["program"].startswith(f"none: the compile record's program "
-                                         f"{str(tmp_path / 'program.rasp')!r} is not in the "
-                                         f"model's folder {tmp_path.resolve()}")
+                                         f"{str(tmp_path / 'program.rasp')!r} is not run: "
+                                         f"{tmp_path.resolve() / 'program.rasp'}: no such "
+                                         "file")
 
 
 def test_verify_runs_a_recorded_program_only_inside_the_models_folder(tmp_path, capsys,
