@@ -102,6 +102,7 @@ def _checked_out(path: Path) -> Path:
 def _experiment(args: argparse.Namespace) -> int:
     from rasp_sim.experiments.budgets import plan, with_steps
     from rasp_sim.experiments.errors import ExperimentError
+    from rasp_sim.experiments.outputs import SUMMARY, TABLE, check_outputs, curves_path
     from rasp_sim.experiments.results import markdown_table, summarise
     from rasp_sim.experiments.stopping import Interrupted, requested
 
@@ -122,6 +123,7 @@ def _experiment(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     if not args.dry_run:  # checked (and created) before any work; a dry run writes nothing
         out = _checked_out(out)
+        check_outputs(configs, out, args.resume)
     try:
         from rasp_sim.experiments.device import resolve_device
         from rasp_sim.experiments.plot import plot_curves
@@ -144,17 +146,17 @@ def _experiment(args: argparse.Namespace) -> int:
     plots = []
     for task in sorted({r["config"]["task"] for r in results if r.get("finished")}):
         plots.append(str(plot_curves([r for r in results if r["config"]["task"] == task],
-                                     out / f"curves-{task}.png", task)))
+                                     curves_path(out, task), task)))
     summary = {"budget": args.budget, "steps": args.steps, "batch": args.batch,
                "runs": len(configs), "rows": rows,
                "failures": failures, "plots": plots}
-    write_text(out / "summary.json", json.dumps(summary, indent=1))
-    write_text(out / "table.md", markdown_table(rows))
+    write_text(out / SUMMARY, json.dumps(summary, indent=1))
+    write_text(out / TABLE, markdown_table(rows))
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
         print(markdown_table(rows), end="")
-        print(f"results in {out}/ (summary.json, table.md, {', '.join(Path(p).name for p in plots)})")
+        print(f"results in {out}/ ({SUMMARY}, {TABLE}, {', '.join(Path(p).name for p in plots)})")
     for failure in failures:
         print(f"experiment error: {failure}", file=sys.stderr)
     return 1 if failures else 0

@@ -183,9 +183,28 @@ def estimate_bytes(sizes: Sizes, m: int, variant: str, batch: int, seq_len: int)
     per_layer = heads * (tokens * (2 * sizes.head_dim + 2 * m) + 2 * batch * seq_len ** 2) \
         + 3 * tokens * m + (10 * tokens * m if mlp else 0)
     activations = layers * per_layer + 2 * tokens * m
-    weights = layers * (heads * (m * m + 2 * m * sizes.head_dim) + (8 * m * m if mlp else 0))
+    weights = _layer_matrices(sizes, m, variant)
     trained = weights if variant == "F" else 0
     return 4 * (2 * activations + weights + 3 * trained)
+
+
+def _layer_matrices(sizes: Sizes, m: int, variant: str) -> int:
+    """The entries of the layers' matrices: per head a query and key map (m x k) and a
+    value-output map (m x m), and an MLP's two m x 4m maps."""
+    mlp = variant.endswith("M") or variant == "F"
+    return sizes.layers * (sizes.heads * (m * m + 2 * m * sizes.head_dim)
+                           + (8 * m * m if mlp else 0))
+
+
+def trained_count(sizes: Sizes, m: int, variant: str, vocab: int, seq_len: int) -> int:
+    """At least as many numbers as `variant`'s backbone trains, known before it is built:
+    the embeddings and unembedding; for F also the layers' matrices, 16 m a layer for its
+    LayerNorms' gains and biases and its MLP's biases (9 m in build_backbone), and the
+    final norm's 2 m."""
+    embeddings = (2 * vocab + seq_len) * m
+    if variant != "F":
+        return embeddings
+    return embeddings + _layer_matrices(sizes, m, variant) + 16 * m * sizes.layers + 2 * m
 
 
 def available_bytes() -> int | None:

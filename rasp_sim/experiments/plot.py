@@ -14,7 +14,6 @@ draws it again without retraining.
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections import defaultdict
@@ -24,11 +23,17 @@ from typing import Any
 import numpy as np
 
 from ..atomic_write import replacing
+from ..bounded_read import UnreadableFile, read_json
 from .backbones import VARIANTS
 from .errors import ExperimentError
+from .outputs import curves_path
 from .results import summarise
 
 DPI = 200
+# summary.json: a row per task, setting and backbone (the paper budget has a few dozen),
+# each with its mean curve, a few numbers per curve point; 64 MiB holds rows of curves of
+# tens of thousands of points, and a forged or sparse file is refused before it is read.
+MAX_SUMMARY_BYTES = 64 * 2**20
 COLOURS = {variant: f"C{i}" for i, variant in enumerate(VARIANTS)}
 _PERCENT = r"(\d+(?:\.\d+)?)%"
 
@@ -114,12 +119,27 @@ def main(argv: list[str]) -> int:
         print("usage: python -m rasp_sim.experiments.plot SUMMARY.json", file=sys.stderr)
         return 2
     summary = Path(argv[0])
-    rows = json.loads(summary.read_text())["rows"]
+    try:
+        rows = summary_rows(summary)
+    except UnreadableFile as error:
+        print(f"plot: {summary} is unreadable ({error})", file=sys.stderr)
+        return 1
     for task in sorted({row["task"] for row in rows}):
         path = plot_rows([r for r in rows if r["task"] == task],
-                         summary.parent / f"curves-{task}.png", task)
+                         curves_path(summary.parent, task), task)
         print(f"wrote {path}")
     return 0
+
+
+def summary_rows(path: Path) -> list[dict]:
+    """The rows of the summary.json at `path`; UnreadableFile if it is not a regular file,
+    too large, too deeply nested or not a summary."""
+    summary = read_json(path, "summary", MAX_SUMMARY_BYTES)
+    rows = summary.get("rows") if isinstance(summary, dict) else None
+    if not (isinstance(rows, list) and all(
+            isinstance(row, dict) and isinstance(row.get("task"), str) for row in rows)):
+        raise UnreadableFile("not a summary: no list of rows, each naming its task")
+    return rows
 
 
 if __name__ == "__main__":

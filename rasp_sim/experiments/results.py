@@ -2,17 +2,31 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..atomic_write import write_text
+from ..bounded_read import UnreadableFile, read_json
 from .backbones import VARIANTS
+from .errors import ExperimentError
 from .tasks.dyck import HELD_OUT_ABOVE
 
+if TYPE_CHECKING:
+    from .config import RunConfig
+
 RESULT = "result.json"
+# A result is its settings, final accuracies by group and device (a few KiB), and one
+# curve point per eval_every steps (5 numbers, about 200 bytes with write_result's
+# indent): 1 MiB and 1 KiB a point are several times what a run writes.
+_RESULT_BASE_BYTES = 2**20
+_CURVE_POINT_BYTES = 2**10
+
+
+class UnreadableResult(ExperimentError):
+    """A run's result.json that --resume cannot use: refused, never trained over."""
 
 # docs/universal.md: from descriptions of the paper, not its tables (unverified).
 REPORTED = {
@@ -36,23 +50,40 @@ def write_result(directory: Path, result: dict) -> Path:
     return path
 
 
-def read_result(directory: Path) -> dict | None:
-    """The run's result, or None if there is none, or none readable: a result.json cut
-    short (results written before writes were atomic), damaged or forged is reported on
-    stderr and treated as missing, so --resume runs it again."""
+def result_bytes(config: "RunConfig") -> int:
+    """The largest result.json `config`'s run writes, with room to spare (see above)."""
+    points = config.steps // config.eval_every + 1  # every eval_every steps, and the last
+    return _RESULT_BASE_BYTES + _CURVE_POINT_BYTES * points
+
+
+def read_result(directory: Path, config: "RunConfig") -> dict | None:
+    """`config`'s result in `directory`, or None if there is none. UnreadableResult if
+    there is one --resume cannot use (not a regular file, larger than the run can write,
+    cut short, nested too deeply, damaged or forged): training the run again would
+    replace it, or fail to write over it after the training."""
     path = directory / RESULT
     if not path.exists():
         return None
     try:
-        result = json.loads(path.read_bytes().decode("utf-8"))
+        result = read_json(path, "result", result_bytes(config))
         if not isinstance(result, dict) or not isinstance(result.get("config"), dict):
             raise ValueError("not a run's result")
         if result.get("finished"):
             _check_finished(result)
-    except (OSError, ValueError) as error:
-        print(f"resume: {path} is unreadable ({error}); running it again", file=sys.stderr)
-        return None
+    except (UnreadableFile, ValueError) as error:
+        raise UnreadableResult(f"resume: {path} is unreadable ({error}); remove it to train "
+                               "this run again, or run without --resume") from None
     return result
+
+
+def finished_result(directory: Path, config: "RunConfig") -> dict | None:
+    """The finished result of `config`'s run that --resume reuses, or None (the run is
+    trained); UnreadableResult as read_result."""
+    previous = read_result(directory, config)
+    if previous is not None and previous.get("finished") and \
+            previous["config"] == config.to_dict():
+        return previous
+    return None
 
 
 def _check_finished(result: dict) -> None:

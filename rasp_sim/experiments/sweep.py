@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .checkpoints import CHECKPOINT
 from .config import RunConfig
 from .errors import ExperimentError
-from .results import read_result, write_result
+from .results import finished_result, write_result
 from .stopping import Interrupted, requested, stop_on_interrupt
-from .train import CHECKPOINT
 
 
 def run_one(config: dict, out_dir: str, resume: bool, progress: bool,
@@ -20,10 +20,9 @@ def run_one(config: dict, out_dir: str, resume: bool, progress: bool,
     from .train import train  # jax loads in the worker, after its thread settings
     run = RunConfig.from_dict(config)
     directory = Path(out_dir) / run.name()
-    if resume:
-        previous = read_result(directory)
-        if previous is not None and previous.get("finished") and previous["config"] == config:
-            return previous
+    previous = finished_result(directory, run) if resume else None
+    if previous is not None:
+        return previous
     result = train(run, directory, resume=resume and (directory / CHECKPOINT).exists(),
                    progress=progress, device_name=device_name)
     write_result(directory, result)

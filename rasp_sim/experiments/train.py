@@ -9,7 +9,6 @@ from its checkpoint bit for bit.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,10 @@ from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  #
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
 from . import stopping  # noqa: E402
-from .checkpoints import UnreadableCheckpoint, read_checkpoint  # noqa: E402
+from .checkpoints import CHECKPOINT, read_checkpoint, restored_rng  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
 from .tasks import Batch, majority_accuracy, make_task  # noqa: E402
 
-CHECKPOINT = "checkpoint.npz"
 EVAL_CHUNK = 250
 CURVE_EVAL_SIZE = 1000  # the curves use the first 1000 test samples; final results all
 DENSE_LIMIT = 2048
@@ -194,34 +192,21 @@ class Trainer:
         return path
 
     def load_checkpoint(self, directory: Path) -> None:
-        """Continue from `directory`'s checkpoint. UnreadableCheckpoint if it is cut short,
-        corrupt or forged (nothing of it is used then); ExperimentError if it is whole but
-        another run's."""
+        """Continue from `directory`'s checkpoint. UnreadableCheckpoint if it is not a
+        regular file, too large, cut short, corrupt, forged or another run's (nothing of it
+        is used then); ExperimentError if there is none."""
         path = directory / CHECKPOINT
         if not path.exists():
             raise ExperimentError(f"resume: no checkpoint {path}; this run cannot be resumed "
                                   f"(start it again without --resume)")
         current_leaves, treedef = jax.tree_util.tree_flatten((self.params, self.opt_state))
-        header, leaves = read_checkpoint(path, [np.asarray(leaf) for leaf in current_leaves])
-        saved, current = header["config"], json.loads(json.dumps(self.config.to_dict()))
-        if saved != current:
-            diff = sorted(k for k in current if saved.get(k) != current[k])
-            raise ExperimentError(f"resume: checkpoint {path} was written by a different run "
-                                  f"(settings differ: {', '.join(diff)}); cannot resume")
-        rng = np.random.default_rng()
-        try:
-            rng.bit_generator.state = header["rng"]
-        except (TypeError, ValueError, KeyError) as error:
-            raise UnreadableCheckpoint(f"checkpoint {path}: its random state is not one "
-                                       f"({error})") from None
-        if not 0 <= header["step"] <= self.config.steps:
-            raise UnreadableCheckpoint(f"checkpoint {path}: step {header['step']} is outside "
-                                       f"0..{self.config.steps}")
+        header, leaves = read_checkpoint(path, self.config,
+                                         [np.asarray(leaf) for leaf in current_leaves])
         self.params, self.opt_state = jax.tree_util.tree_unflatten(
             treedef, jax.device_put(leaves, self.device))
         self.step, self.curves, self.elapsed = header["step"], header["curves"], header["elapsed"]
         self.window = [tuple(pair) for pair in header.get("window", [])]
-        self.rng = rng
+        self.rng = restored_rng(header)  # read_checkpoint checked that it is one
 
     # ------------------------------------------------------------ training
     def _diverged(self, loss: float, grad_norm: float) -> ExperimentError:
@@ -322,14 +307,11 @@ def train(config: RunConfig, out_dir: Path | None = None, resume: bool = False,
           progress: bool = True, stop_after: int | None = None,
           device_name: str | None = None) -> dict:
     """Run `config` on `device_name` (see Trainer), resuming from `out_dir`'s checkpoint if
-    asked; the result dict."""
+    asked (a checkpoint that cannot be used is refused, never trained over); the result
+    dict."""
     trainer = Trainer(config, device_name)
     if resume:
         if out_dir is None:
             raise ExperimentError("resume: needs the run's output directory")
-        try:
-            trainer.load_checkpoint(Path(out_dir))
-        except UnreadableCheckpoint as error:  # nothing of it was used
-            print(f"resume: {error.message}; training {config.name()} again from step 0",
-                  file=sys.stderr)
+        trainer.load_checkpoint(Path(out_dir))
     return trainer.run(None if out_dir is None else Path(out_dir), progress, stop_after)

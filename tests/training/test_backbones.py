@@ -89,3 +89,16 @@ def test_memory_is_estimated_before_building(monkeypatch):
         check_memory(huge, universal_m(huge), "R-A", batch=32, seq_len=99)
     monkeypatch.delenv("RASP_SIM_MEMORY_LIMIT")
     check_memory(SIZES, 40, "F", batch=32, seq_len=99)  # small: fits
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("sizes", [SIZES, Sizes(heads=1, layers=3, head_dim=4, out_dim=8)])
+def test_the_trained_count_known_before_building_bounds_what_is_trained(variant, sizes):
+    # a checkpoint's size bound (checkpoints.checkpoint_bytes) rests on it
+    from rasp_sim.experiments.backbones import trained_count
+
+    backbone = build_backbone(variant, sizes, vocab=5, seq_len=9, seed=0)
+    arrays = named_arrays(backbone.model)
+    trained = sum(int(np.prod(arrays[name].shape)) for name in backbone.trainable)
+    bound = trained_count(sizes, backbone.m, variant, vocab=5, seq_len=9)
+    assert trained <= bound <= 1.1 * trained  # a bound, and a close one

@@ -35,22 +35,47 @@ def test_one_seed_has_no_spread_and_several_their_sample_std():
     assert "| 80.0% | 1 |" in table[3]
 
 
-def test_an_unreadable_result_is_said_and_treated_as_missing(tmp_path, capsys):
+def test_an_unreadable_result_is_refused_and_kept(tmp_path):
     import json
 
-    from rasp_sim.experiments.results import read_result, write_result
+    import pytest
 
+    from rasp_sim.experiments.budgets import plan
+    from rasp_sim.experiments.results import UnreadableResult, read_result, write_result
+
+    (run,) = plan("dyck1", "ci")
     good = fake_result("dyck1", 0, {"10": 0.5})
     write_result(tmp_path, good)
-    assert read_result(tmp_path) == good
+    assert read_result(tmp_path, run) == good
     text = json.dumps(good)
     forged = {**good, "final": {"accuracy": "high", "accuracy_by_group": {}}}
     for damaged in (text[:len(text) // 2], "\xff\xfe", "[1, 2]", json.dumps(forged),
-                    json.dumps({**good, "curves": [{"step": 1}]})):
-        (tmp_path / "result.json").write_bytes(damaged.encode("utf-8", "surrogateescape"))
-        assert read_result(tmp_path) is None
-        assert capsys.readouterr().err.startswith(
-            f"resume: {tmp_path / 'result.json'} is unreadable (")
+                    json.dumps({**good, "curves": [{"step": 1}]}), "[" * 100_000):
+        data = damaged.encode("utf-8", "surrogateescape")
+        (tmp_path / "result.json").write_bytes(data)
+        with pytest.raises(UnreadableResult, match=(
+                f"resume: {tmp_path / 'result.json'} is unreadable \\(.*\\); remove it to "
+                "train this run again, or run without --resume")):
+            read_result(tmp_path, run)
+        assert (tmp_path / "result.json").read_bytes() == data
+
+
+def test_a_result_is_bounded_by_the_curve_its_run_can_write(tmp_path):
+    from dataclasses import replace
+
+    import pytest
+
+    from rasp_sim.experiments.budgets import plan
+    from rasp_sim.experiments.results import UnreadableResult, read_result, result_bytes
+
+    (run,) = plan("dyck1", "ci")
+    longer = replace(run, steps=100 * run.steps)
+    assert result_bytes(longer) > result_bytes(run)  # more curve points, more room
+    with open(tmp_path / "result.json", "wb") as handle:
+        handle.truncate(result_bytes(run) + 1)  # sparse: costs no disk
+    with pytest.raises(UnreadableResult, match=f"the file has {result_bytes(run) + 1:,} bytes, "
+                                               f"above the limit of {result_bytes(run):,}"):
+        read_result(tmp_path, run)
 
 
 def test_unseen_accuracy_pools_the_held_out_lengths_by_their_sizes():

@@ -13,6 +13,8 @@ import jax  # noqa: E402
 
 from rasp_sim.compiler import forward  # noqa: E402
 from rasp_sim.experiments.backbones import Sizes, named_arrays  # noqa: E402
+from rasp_sim.experiments.checkpoints import (UnreadableCheckpoint,  # noqa: E402
+                                              check_checkpoint)
 from rasp_sim.experiments.config import RunConfig  # noqa: E402
 from rasp_sim.experiments.errors import ExperimentError  # noqa: E402
 from rasp_sim.experiments.train import Trainer, logits_fn, train  # noqa: E402
@@ -187,7 +189,7 @@ def test_ctrl_c_in_a_sweep_stops_between_steps_and_resumes_bit_for_bit(tmp_path,
 
 
 @pytest.mark.parametrize("damage", ["cut", "forged_header", "lying_leaf", "wrong_rng"])
-def test_an_unreadable_checkpoint_is_said_and_the_run_starts_again(tmp_path, capsys, damage):
+def test_an_unreadable_checkpoint_is_refused_and_kept(tmp_path, damage):
     import io
     import json
     import zipfile
@@ -215,9 +217,15 @@ def test_an_unreadable_checkpoint_is_said_and_the_run_starts_again(tmp_path, cap
         with zipfile.ZipFile(path, "w") as archive:
             for name, data in members.items():
                 archive.writestr(name, data)
-    result = train(config(steps=8), out_dir=tmp_path, resume=True, progress=False)
-    err = capsys.readouterr().err
-    assert err.startswith(f"resume: checkpoint {path}") and "again from step 0" in err
-    straight = Trainer(config(steps=8))
-    straight.run(progress=False)
-    assert result["finished"] and result["curves"] == straight.curves
+    damaged = path.read_bytes()
+    # refused by the check --resume makes before training, and by the trainer itself
+    with pytest.raises(UnreadableCheckpoint, match=f"resume: checkpoint {path} is unreadable "
+                       r"\(.*\); remove it to train this run from step 0, or run without "
+                       "--resume"):
+        if damage == "lying_leaf":  # only the trainer knows the leaves' shapes
+            train(config(steps=8), out_dir=tmp_path, resume=True, progress=False)
+        else:
+            check_checkpoint(path, config(steps=8))
+    with pytest.raises(UnreadableCheckpoint):
+        train(config(steps=8), out_dir=tmp_path, resume=True, progress=False)
+    assert path.read_bytes() == damaged  # nothing trained over it
