@@ -45,6 +45,8 @@ MANIFEST = "proof.json"
 # A record holds counts and one disagreement (an input of at most max_len tokens): far
 # below this; anything larger is not a record rasp-sim wrote.
 MAX_RECORD_BYTES = 2**20
+# The manifest lists the vocabulary, which a domain of short inputs may make large.
+MAX_MANIFEST_BYTES = 2**26
 ORACLES = ("the rasp-sim interpreter", "the weights' NumPy forward")
 # Inputs of the resumed chunks proven again before their records are believed (spot_check):
 # about a hundredth of a second.
@@ -197,7 +199,7 @@ def program_digest(root: g.SOp) -> str:
 class Records:
     """The finished chunks of one proof, in `folder`: a manifest (which proof, and
     whether rasp-sim created the folder) and one JSON file per chunk, each written
-    atomically and sealed (`seal`). A folder holding a `proof.json` that is not a
+    atomically and sealed (`sealed`). A folder holding a `proof.json` that is not a
     rasp-sim manifest, or chunk records without one, is refused and left as it is; the
     records of another proof (another model, program or domain), or all of them when
     `resume` is False, are removed; nothing else in the folder is touched."""
@@ -206,14 +208,14 @@ class Records:
         self.folder = folder
         self.identity = identity
         self.digest = _digest(identity)
-        self.recorded = 0  # chunks recorded, by this run or (resumed) an earlier one
+        self.recorded = 0  # chunks recorded: by this run, or resumed (set by prove)
         try:
             created = not folder.exists()
             folder.mkdir(parents=True, exist_ok=True)
             manifest = self._manifest()
             self.created_folder = created or bool(manifest and manifest.get("created_folder"))
             if manifest is not None and (not resume or not self._matches(manifest)):
-                self._remove_chunks()
+                self.remove_chunks()
             write_text(folder / MANIFEST,
                        json.dumps({**identity, "created_folder": self.created_folder},
                                   indent=1))
@@ -232,7 +234,7 @@ class Records:
                                  f"({_ELSEWHERE})")
             return None
         try:
-            manifest = read_json(path, "proof manifest", MAX_RECORD_BYTES)
+            manifest = read_json(path, "proof manifest", MAX_MANIFEST_BYTES)
         except UnreadableFile as error:
             manifest = error
         if not isinstance(manifest, dict) or not _MANIFEST_FIELDS <= manifest.keys():
@@ -261,7 +263,6 @@ class Records:
                 _unlink(path)  # its name is the new record's
                 continue
             done[record["key"]] = record
-        self.recorded = len(done)
         return done
 
     def add(self, record: dict) -> None:
@@ -276,7 +277,7 @@ class Records:
     def remove(self) -> None:
         """The records, once the proof's result is in the model, and the folder if rasp-sim
         created it and nothing else is in it."""
-        self._remove_chunks()
+        self.remove_chunks()
         (self.folder / MANIFEST).unlink(missing_ok=True)
         if self.created_folder:
             try:
@@ -284,12 +285,7 @@ class Records:
             except OSError:
                 pass  # not empty: files someone put there since are left alone
 
-    def forget(self) -> None:
-        """Remove the chunk records: none of them is trusted."""
-        self._remove_chunks()
-        self.recorded = 0
-
-    def _remove_chunks(self) -> None:
+    def remove_chunks(self) -> None:
         for path in self.folder.glob("chunk-*.json"):
             _unlink(path)
 
@@ -406,13 +402,10 @@ def _is_real(value: Any) -> bool:
 def spot_check(task: ProofTask, done: dict[str, dict],
                inputs: int = SPOT_CHECK_INPUTS) -> dict | None:
     """A disagreement among `inputs` inputs drawn at random from the chunks that the
-    records `done` say are all correct (None if none is found). A checksum is no
-    signature: anyone who can write the folder can seal a record, and this catches a
-    forged "all correct" over a model that is wrong on a fair share of those chunks."""
-    claimed = [chunk_of(key) for key, record in done.items()
-               if record["disagreement"] is None]
-    if not claimed:
-        return None
+    records `done` (at least one) say are all correct (None if none is found). A checksum
+    is no signature: anyone who can write the folder can seal a record, and this catches
+    a forged "all correct" over a model that is wrong on a fair share of those chunks."""
+    claimed = [chunk_of(key) for key in done]
     vocab_size = len(task.encoding.vocab)
     rng = np.random.default_rng()  # unseeded: a forger cannot tell which inputs
     by_length: dict[int, list[np.ndarray]] = {}
@@ -515,8 +508,8 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     is estimated under `local_below_seconds` of CPU or `workers` is 1, else on Dask: a
     local cluster of `workers` processes (default: this machine's cores) or `scheduler`.
     Ctrl-C raises ProofInterrupted, saying what is recorded and, in `resume_hint`, how to
-    resume. Returns the
-    proof and its records (for the caller to remove once the result is in the model)."""
+    resume. Returns the proof and its records (for the caller to remove once the result
+    is in the model)."""
     start = time.perf_counter()
     if scheduler is not None:
         from rasp_sim.dask_cluster import probe_scheduler
@@ -533,14 +526,18 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
                 "chunk_inputs": CHUNK_INPUTS}
     records = Records(folder, identity, resume)
     proof = Proof(domain, total, chunks)
-    done = records.finished(report)
+    # a recorded disagreement is proven again (one chunk): a forged one would name an
+    # input where the model is right
+    done = {key: record for key, record in records.finished(report).items()
+            if record["disagreement"] is None}
     contradicted = spot_check(task, done) if done else None
     if contradicted is not None:
         report(f"warning: the records in {folder} say the model is right where it is "
                f"not (on input {contradicted['input']!r}): none of them is trusted, every "
                "chunk is proven again")
-        records.forget()
+        records.remove_chunks()
         done = {}
+    records.recorded = len(done)
     for record in done.values():
         proof.add(record)
         proof.resumed += 1
@@ -551,9 +548,7 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     pending = (c for c in chunk_plan(vocab_size, domain["min_len"], domain["max_len"])
                if c.key not in done)
     try:
-        if proof.disagreement is None:
-            _run(task, pending, proof, records, workers, scheduler, report,
-                 local_below_seconds)
+        _run(task, pending, proof, records, workers, scheduler, report, local_below_seconds)
     except KeyboardInterrupt:
         raise ProofInterrupted(
             f"the proof stopped: {proof.inputs:,} of {describe_size(total)} inputs "

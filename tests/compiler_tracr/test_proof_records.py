@@ -110,6 +110,21 @@ def test_sealed_forged_records_over_a_wrong_model_are_caught_by_the_spot_check(
     assert any("say the model is right where it is not" in line for line in lines), lines
 
 
+def test_a_recorded_disagreement_is_proven_again(sort_models, tmp_path):
+    """A sealed record naming a disagreement where the model is right would fail a right
+    model: its chunk is proven again instead."""
+    right, _, root = sort_models
+    identity = _identity(right, root)
+    chunk = next(proofs.chunk_plan(3, 1, 4))
+    lie = {**_all_correct(chunk, 3), "inputs": 1, "compared": 1, "disagreement": {
+        "input": [0, 0, 0, 0], "position": 0, "expected": 0, "actual": 1}}
+    proofs.Records(tmp_path / "p", identity)
+    (tmp_path / "p" / f"chunk-{chunk.key}.json").write_text(
+        json.dumps(proofs.sealed(lie, proofs._digest(identity))))
+    proof, _ = proofs.prove(right, root, tmp_path / "p", workers=1)
+    assert proof.ok and proof.resumed == 0
+
+
 def test_verify_exhaustive_on_forged_records_exits_1_and_records_the_failure(
         sort_models, tmp_path, capsys):
     _, wrong, root = sort_models
