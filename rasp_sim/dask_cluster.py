@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import logging
 import re
-import signal
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from .errors import RaspError
 from .freed_memory import child_environment, user_has_settings
+from .interrupts import deferred_interrupts
 
 # PROTOCOL://HOST:PORT or HOST:PORT; HOST may be a name, an IPv4 or a bracketed IPv6 address
 SCHEDULER_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d{1,5}")
@@ -110,7 +110,10 @@ def dask_client(workers: int, scheduler: str | None, install_hint: str) -> Itera
         raise ClusterError(f"parallel work runs on Dask, which is not installed: "
                            f"{install_hint}") from None
     cluster = client = None
-    with _deferred_interrupts() as interrupted:
+    # Ctrl-C while a cluster starts is held until it has started, so that it can be
+    # closed: interrupted half-way, its worker processes are left starting and Dask's exit
+    # handler fails on them with a traceback.
+    with deferred_interrupts() as interrupted:
         if scheduler is None:
             # ":0": any free port, so a second cluster on the machine does not warn;
             # workers' logs silenced: a closing cluster logs connection tracebacks a user
@@ -151,20 +154,3 @@ def _worker_environ() -> dict[str, Any]:
     if not user_has_settings():
         environ.update(child_environment())
     return environ
-
-
-@contextmanager
-def _deferred_interrupts() -> Iterator[list[bool]]:
-    """Ctrl-C while a cluster starts is held until it has started (the list yielded is then
-    non-empty), so that it can be closed: interrupted half-way, its worker processes are
-    left starting and Dask's exit handler fails on them with a traceback."""
-    seen: list[bool] = []
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
-        yield seen
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(True))
-    try:
-        yield seen
-    finally:
-        signal.signal(signal.SIGINT, previous)
