@@ -10,6 +10,7 @@ import numpy as np
 
 from ..atomic_write import write_text
 from ..bounded_read import UnreadableFile, read_json
+from ..errors import OutputRefused
 from .backbones import VARIANTS
 from .errors import ExperimentError
 from .tasks.dyck import HELD_OUT_ABOVE
@@ -44,9 +45,18 @@ REPORTED = {
 
 
 def write_result(directory: Path, result: dict) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write the run's result; ExperimentError naming the file if that fails (the outputs
+    are checked before training, but may change during it)."""
     path = directory / RESULT
-    write_text(path, json.dumps(result, indent=1))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        write_text(path, json.dumps(result, indent=1))
+    except OutputRefused as error:
+        raise ExperimentError(f"the run's result could not be written: {error.message}") \
+            from None
+    except OSError as error:
+        raise ExperimentError(f"the run's result could not be written to {path}: "
+                              f"{error.strerror or error}") from None
     return path
 
 

@@ -97,3 +97,22 @@ def test_unseen_accuracy_pools_the_held_out_lengths_by_their_sizes():
 def test_unseen_accuracy_is_missing_without_group_sizes():
     rows = summarise([fake_result("dyck1", 0, {"10": 0.5, "20": 0.9})])
     assert rows[0]["accuracy_unseen_mean"] is None
+
+
+def test_a_result_that_cannot_be_written_is_an_error_naming_it(tmp_path):
+    # a sweep records it as the run's failure and goes on (outputs.py checks the paths
+    # before training; this is a path that changed during it)
+    import pytest
+
+    from rasp_sim.experiments.errors import ExperimentError
+    from rasp_sim.experiments.results import write_result
+
+    (tmp_path / "run").write_text("")
+    with pytest.raises(ExperimentError, match="the run's result could not be written to "
+                                              f"{tmp_path / 'run' / 'result.json'}: "):
+        write_result(tmp_path / "run", fake_result("dyck1", 0, {"10": 0.5}))
+    (tmp_path / "other" / "result.json").mkdir(parents=True)
+    with pytest.raises(ExperimentError, match="the run's result could not be written: "
+                                              f"{tmp_path / 'other' / 'result.json'} is a "
+                                              "folder"):
+        write_result(tmp_path / "other", fake_result("dyck1", 0, {"10": 0.5}))
