@@ -54,7 +54,8 @@ def compile_info(model: Transformer) -> dict[str, Any]:
     encoder whose BOS (and pad) are tokens, and a token embedding with a row per token; a
     numeric-input model an input_proj of one row and "token_range" [lo, hi]; both a
     position embedding (when they have one) with a row for BOS and each of max_len
-    positions."""
+    positions; and an unembedding with a column per output value, or a single column for
+    a numerical output (the readout: see the module docstring)."""
     info = model.metadata.get(COMPILE_KEY) if isinstance(model.metadata, dict) else None
     if not isinstance(info, dict) or (model.input_encoder is None
                                       and info.get("tokens_kind") != NUMERIC):
@@ -73,7 +74,21 @@ def compile_info(model: Transformer) -> dict[str, Any]:
         _check_numeric(model, info, where)
     else:
         _check_tokens(model, info, where)
+    _check_readout(model)
     return info
+
+
+def _check_readout(model: Transformer) -> None:
+    """Refused before any run: an empty categorical readout (its arg-max has no column)
+    and a numerical one wider than its single column (a forged 2^40-wide sparse
+    unembedding was multiplied out until memory ran out)."""
+    values = model.output_encoder.values if model.output_encoder is not None else None
+    if values is None and model.out_dim != 1:
+        raise WeightsError(f"unembed: {model.out_dim:,} columns, but a numerical output is "
+                           "read from exactly one (output_encoder.values is null)")
+    if values is not None and model.out_dim == 0:
+        raise WeightsError("unembed: no columns, and output_encoder.values is empty: a "
+                           "categorical output needs at least one value")
 
 
 def _check_numeric(model: Transformer, info: dict[str, Any], where: str) -> None:

@@ -6,11 +6,11 @@ anyone can: edited, then saved, which recomputes its SHA-256."""
 from __future__ import annotations
 
 import os
-import signal
 import stat
 from pathlib import Path
 
 import pytest
+from hang_guard import deadline
 
 import rasp_sim
 from rasp_sim.cli import main
@@ -26,15 +26,8 @@ SECRET = "root:x:0:0:SECRET"
 
 @pytest.fixture(autouse=True)
 def no_hang():
-    """Fail, instead of blocking forever, when something reads a FIFO."""
-    def hang(signum, frame):
-        raise TimeoutError("blocked on a file the model names")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(120)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with deadline(120, "reading a file the model names"):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,12 @@ a hang into a failure."""
 from __future__ import annotations
 
 import os
-import signal
 import stat
 
+import numpy as np
 import pytest
 from cli_helpers import run_cli, write
+from hang_guard import deadline
 
 import rasp_sim
 from rasp_sim.compiler.weights import WeightsError, save
@@ -22,21 +23,10 @@ NOT_REGULAR = "not a regular file (a FIFO, socket or device): only regular files
     "as weights files"
 
 
-class Hung(Exception):
-    pass
-
-
 @pytest.fixture(autouse=True)
 def no_hang():
-    """Fail, instead of blocking forever, when a reader waits on a FIFO."""
-    def hang(signum, frame):
-        raise Hung("blocked reading the model")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with deadline(20, "reading the model"):
+        yield
 
 
 def _fifo(tmp_path):
@@ -108,3 +98,32 @@ def test_a_model_within_its_limits_still_loads(tmp_path):
     for name in ("m.npz", "m.safetensors"):
         save(token_model(), tmp_path / name)
         assert rasp_sim.load_model(tmp_path / name).validated
+
+
+def _readouts():
+    from rasp_sim.compiler.weights import OutputEncoder, SparseMatrix
+
+    empty = np.zeros(0, dtype=np.int64)
+    return {
+        "empty": (token_model().replace(unembed=np.zeros((3, 0)),
+                                        output_encoder=OutputEncoder(())),
+                  "unembed: no columns, and output_encoder.values is empty"),
+        "wide": (token_model().replace(unembed=SparseMatrix((3, 2**40), empty, empty,
+                                                            np.zeros(0)),
+                                       output_encoder=OutputEncoder(None)),
+                 "unembed: 1,099,511,627,776 columns, but a numerical output is read from "
+                 "exactly one"),
+    }
+
+
+@pytest.mark.parametrize("case", ["empty", "wide"])
+@pytest.mark.parametrize("command", ["run", "trace"])
+def test_an_unusable_readout_is_refused_before_a_run(tmp_path, capsys, case, command):
+    """An empty unembedding gave an internal error (an arg-max over no column); a
+    2^40-wide sparse one for a numerical output ran out of memory."""
+    model, message = _readouts()[case]
+    path = tmp_path / "m.npz"
+    save(model, path)
+    argv = (["run", "--weights", str(path)] if command == "run" else ["trace", str(path)])
+    code, _, err = run_cli(capsys, *argv, "--input", "ab")
+    assert code == 1 and err.startswith(f"weights error: {path}: {message}"), err
