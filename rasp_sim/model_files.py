@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from .program import Program
 
 STDLIB = "<stdlib>"  # the standard library's name in source locations (interpreter.py)
-_LOCATION = re.compile(r"(.*):(\d+):\d+")  # file:line:col, as compile records `at`
+# file:line:col, as compile records `at`; a longer line number is no location (and int()
+# refuses numbers of over 4,300 digits)
+_LOCATION = re.compile(r"(.*):(\d{1,12}):\d+")
 
 
 class Refused(Exception):

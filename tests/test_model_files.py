@@ -130,3 +130,8 @@ def test_a_programs_loads_stay_in_the_models_folder(layout):
     (files.folder / "loads.rasp").write_text('load "../secrets/secret";\ny = tokens;\n')
     with pytest.raises(RaspError, match="--sandbox refuses"):
         files.run_program("loads.rasp")
+
+
+def test_a_line_number_of_5000_digits_is_no_location(layout):
+    files, _ = layout
+    assert files.source_line("program.rasp:" + "9" * 5000 + ":1") is None
