@@ -40,10 +40,15 @@ def probe_scheduler(address: object, install_hint: str,
         raise ClusterError(f"scheduler {address!r}: expected a Dask scheduler address such "
                            "as tcp://host:8786 (PROTOCOL://HOST:PORT or HOST:PORT)")
     try:
-        import distributed  # noqa: F401 (only whether it is there)
+        from distributed.comm.addressing import parse_address
+        from distributed.comm.registry import get_backend
     except ImportError:
         raise ClusterError(f"parallel work runs on Dask, which is not installed: "
                            f"{install_hint}") from None
+    try:
+        get_backend(parse_address(address)[0])
+    except (ValueError, ImportError) as error:  # an unknown protocol, or one not installed
+        raise ClusterError(f"scheduler {address}: {error}") from None
     outcome: list[Any] = []
     prober = threading.Thread(target=_identify_into, args=(address, seconds, outcome),
                               daemon=True, name="rasp-sim scheduler probe")
@@ -80,22 +85,33 @@ async def _identify(address: str, seconds: float) -> Any:
 
 def _judge(address: str, seconds: float, answer: Any) -> None:
     """A ClusterError unless `answer` is a Dask scheduler's identity."""
-    if isinstance(answer, TimeoutError):  # before OSError, of which it is a subclass
+    import asyncio
+
+    # TimeoutError before OSError, of which it is a subclass; asyncio's own before 3.11
+    if isinstance(answer, (TimeoutError, asyncio.TimeoutError, asyncio.CancelledError)):
         raise ClusterError(f"scheduler {address}: no answer as a Dask scheduler within "
                            f"{seconds:g} s (something listens there, but not a Dask "
                            "scheduler, or it is stalled)")
     if isinstance(answer, OSError):  # refused, unreachable, closed, timed out connecting
         raise ClusterError(f"scheduler {address}: unreachable, no connection within "
-                           f"{seconds / 2:g} s ({answer.__cause__ or answer})")
-    if isinstance(answer, BaseException) and not isinstance(answer, Exception):
-        raise answer  # KeyboardInterrupt, SystemExit: not the peer's doing
-    if isinstance(answer, Exception):  # MemoryError from a length that is no length, ...
-        raise ClusterError(f"scheduler {address}: not a Dask scheduler (its reply is not "
-                           f"Dask's protocol: {type(answer).__name__})")
+                           f"{seconds / 2:g} s ({_root_cause(answer)})")
+    if isinstance(answer, BaseException):  # MemoryError from a length that is none, ...
+        raise ClusterError(f"scheduler {address}: not a Dask scheduler, or not one rasp-sim "
+                           f"can talk to ({type(answer).__name__}: {str(answer)[:200]})")
     kind = answer.get("type") if isinstance(answer, dict) else None
     if kind != "Scheduler":
         raise ClusterError(f"scheduler {address}: not a Dask scheduler (it answers as "
                            f"{kind or 'something else'})")
+
+
+def _root_cause(error: BaseException) -> str:
+    """The first error of a chain that says something (Dask wraps "connection refused"
+    in two of its own)."""
+    said = str(error)
+    while error.__cause__ is not None:
+        error = error.__cause__
+        said = str(error) or said
+    return said
 
 
 @contextmanager

@@ -88,7 +88,7 @@ HTTP_GARBAGE = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nbad reque
 
 @pytest.mark.parametrize("peer, message", [
     ("closed", "unreachable, no connection within"),
-    ("http", "not a Dask scheduler (its reply is not Dask's protocol"),
+    ("http", "not a Dask scheduler, or not one rasp-sim can talk to (MemoryError"),
     ("silent", "no answer as a Dask scheduler within"),
 ])
 def test_a_scheduler_address_that_is_not_dask_is_refused_within_the_timeout(peer, message):
@@ -120,4 +120,10 @@ def test_a_real_scheduler_passes_the_probe_and_a_worker_does_not():
 def test_a_scheduler_that_is_no_address_is_refused_without_connecting(address):
     with pytest.raises(ClusterError, match="expected a Dask scheduler address"):
         probe_scheduler(address, "pip install dask")
+
+
+def test_a_scheduler_address_of_an_unknown_protocol_is_refused_as_such():
+    pytest.importorskip("distributed")
+    with pytest.raises(ClusterError, match="unknown address scheme 'foo'"):
+        probe_scheduler("foo://127.0.0.1:8786", "pip install dask")
 
