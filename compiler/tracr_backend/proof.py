@@ -49,7 +49,7 @@ MAX_RECORD_BYTES = 2**20
 MAX_MANIFEST_BYTES = 2**26
 ORACLES = ("the rasp-sim interpreter", "the weights' NumPy forward")
 # Inputs of the resumed chunks proven again before their records are believed (spot_check):
-# about a hundredth of a second.
+# 15-25 ms of CPU (docs/compiler.md).
 SPOT_CHECK_INPUTS = 1_024
 # Below this many estimated CPU seconds the rest runs here: a local cluster takes longer
 # to start.
