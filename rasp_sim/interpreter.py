@@ -36,7 +36,6 @@ import contextlib
 import functools
 import importlib.resources
 import os
-import sys
 from collections import ChainMap
 from dataclasses import dataclass
 from fractions import Fraction
@@ -55,6 +54,7 @@ from .errors import (
 from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate_one
 from .limits import (
     CALL_ITERATIONS, DICT_ENTRY_BYTES, LIST_ELEMENT_BYTES, AtomBudget, check_collection_length,
+    recursion_limit,
 )
 from .parser import parse
 from .program import Program
@@ -290,7 +290,7 @@ class Interpreter:
             self.budget.renew()
         self._load_results = []  # drops what an interrupted load (Ctrl-C) left unprinted
         try:
-            with _recursion_limit(_PYTHON_RECURSION_LIMIT):
+            with recursion_limit(_PYTHON_RECURSION_LIMIT):
                 results = self._exec(statement, self.top)
         except _Exit:
             self.exit_requested = True
@@ -822,17 +822,6 @@ class Interpreter:
             )
         for name, value in zip(names, item):
             env.bind(name, value)
-
-
-@contextlib.contextmanager
-def _recursion_limit(limit: int) -> Iterator[None]:
-    """Raise Python's recursion limit while a statement runs (restored afterwards)."""
-    saved = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(saved, limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(saved)
 
 
 def _variable(expr: ast.Expr) -> str | None:

@@ -17,11 +17,12 @@ through `rasp_sim.semantics.binary`, so the same check covers them.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from .errors import RaspResourceError
 from .text import big_number
@@ -50,6 +51,18 @@ def allow_int_text() -> None:
     current = getattr(sys, "get_int_max_str_digits", lambda: 0)()
     if current and current < INT_TEXT_DIGITS:
         sys.set_int_max_str_digits(INT_TEXT_DIGITS)
+
+
+@contextlib.contextmanager
+def recursion_limit(limit: int) -> Iterator[None]:
+    """Raise Python's recursion limit to `limit` while the block runs, for a walk whose
+    depth was bounded first (never lowered; restored afterwards)."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 def check_collection_length(length: int, what: str) -> None:

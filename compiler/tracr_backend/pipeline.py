@@ -24,12 +24,13 @@ from tracr.craft import bases, transformers
 from tracr.rasp import rasp
 
 from rasp_sim import graph as g
+from rasp_sim.limits import recursion_limit
 
 from . import blocks
 from .allocate import allocate
 from .bases import DEFAULT, SCALE, SIGNED, SPAN, VALUE_MAP, annotate_graph, typed
 from .continuous import LayerNormPick, NumericDomain, PolyMap, SoftmaxPick, poly_units
-from .checks import Unsupported, check_vocab
+from .checks import FRAMES_PER_LEVEL, MAX_DEPTH, Unsupported, check_depth, check_vocab
 from .joint import decide_joint_maps
 from .simplify import simplify
 from .translate import Translation, translate
@@ -110,6 +111,15 @@ def compile_graph(root: g.SOp, vocab: Sequence[Any], max_len: int, *,
     residual direction, written linearly; `vocab` is ignored). `whole_domain`: the caller
     proves the model on every input, so a map that only such a proof can decide
     (joint.py) is compiled and listed in `proof_required` instead of refused."""
+    check_depth(root)  # the passes recurse through the graph: deep enough fits the limit
+    with recursion_limit(FRAMES_PER_LEVEL * MAX_DEPTH):
+        return _lowered(root, vocab, max_len, causal=causal, min_len=min_len,
+                        numeric=numeric, whole_domain=whole_domain)
+
+
+def _lowered(root: g.SOp, vocab: Sequence[Any], max_len: int, *, causal: bool,
+             min_len: int, numeric: NumericDomain | None, whole_domain: bool) -> Compiled:
+    """compile_graph's passes, on a graph of bounded depth."""
     if numeric is None:
         check_vocab(vocab, max_len)
         if BOS in vocab or PAD in vocab:
