@@ -32,7 +32,16 @@ PROMPT, CONTINUATION = ">> ", ".. "
 # (rasp_sim.source_limits), so a longer line is not a program; without a bound, a stream
 # with no line break (/dev/zero) would be read whole into memory.
 MAX_LINE_CHARS = 2**20
-HISTORY_FILE = Path(os.environ.get("RASP_SIM_HISTORY", Path.home() / ".rasp_sim_history"))
+
+
+def history_file() -> Path | None:
+    """Where an interactive session keeps its history: $RASP_SIM_HISTORY, else
+    ~/.rasp_sim_history; None (no history) when there is no home folder (HOME unset and
+    no passwd entry, as in some containers), where Path.home() raises."""
+    if "RASP_SIM_HISTORY" in os.environ:
+        return Path(os.environ["RASP_SIM_HISTORY"])
+    path = os.path.expanduser("~/.rasp_sim_history")  # left as is without a home
+    return None if path.startswith("~") else Path(path)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -182,21 +191,24 @@ def _read_piped(number: int) -> str:
 
 
 def _enable_history() -> None:
+    path = history_file()
+    if path is None:
+        return
     try:
         import atexit
         import readline
     except ImportError:  # readline is missing on some platforms: history is a nicety
         return
     try:
-        readline.read_history_file(HISTORY_FILE)
+        readline.read_history_file(path)
     except OSError:
         pass
     readline.set_history_length(10_000)
-    atexit.register(_save_history, readline)
+    atexit.register(_save_history, readline, path)
 
 
-def _save_history(readline) -> None:
+def _save_history(readline, path: Path) -> None:
     try:
-        readline.write_history_file(HISTORY_FILE)
+        readline.write_history_file(path)
     except OSError:
         pass
