@@ -23,7 +23,7 @@ PROBE_SECONDS = 5.0
 
 
 class ClusterError(RaspError):
-    """Dask is missing, or the scheduler cannot be reached."""
+    """Dask is missing, or the scheduler cannot be reached or is not a Dask scheduler."""
 
     kind = "cluster error"
 
