@@ -561,7 +561,7 @@ class Interpreter:
     def _eval_binary(self, node: ast.BinaryOp, env: Environment) -> Any:
         left = self._eval(node.left, env)
         right = self._eval(node.right, env)
-        if not (is_graph(left) or is_graph(right)):  # `+` and `*` build strings and lists
+        if isinstance(left, (str, list)) or isinstance(right, (str, list)):  # `+`, `*` build
             self._spend(lambda: self.budget.spend_operation(node.op, left, right), node.span)
         result = operations.binary(node.op, left, right, node.span, exact=self.exact)
         return self._name(result, expression_names.binary(node.op, left, right), left, right)

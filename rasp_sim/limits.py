@@ -82,8 +82,7 @@ CALL_ITERATIONS = 10
 # Elements of the lists, strings and dicts built: as many as one list at the limit.
 MAX_PROGRAM_ELEMENTS = MAX_COLLECTION_LENGTH
 # The values a program builds stay in memory while its s-ops are evaluated, which
-# --memory-limit bounds: they may take this fraction of it (256 MiB of the default 4 GiB),
-# the evaluation the rest.
+# --memory-limit bounds: they may take this fraction of it (256 MiB of the default 4 GiB).
 ATOM_MEMORY_SHARE = 16
 # Bytes per element, as CPython allocates them (measured with tracemalloc): a list's
 # pointer to an element it shares (`+`, `*`); a pointer and a fresh int or float (range,

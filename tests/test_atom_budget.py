@@ -9,6 +9,7 @@ from cli_helpers import run_cli, write
 from rasp_sim.errors import RaspResourceError
 from rasp_sim.interpreter import Interpreter
 from rasp_sim.limits import ATOM_MEMORY_SHARE, LIST_ELEMENT_BYTES, MAX_PROGRAM_ELEMENTS
+from rasp_sim.parser import parse
 from rasp_sim.repl_session import Session
 
 RANGE = 10_000  # elements of each range: 400 KB estimated
@@ -71,6 +72,7 @@ def test_literals_comprehensions_zip_and_concatenation_draw_on_it(text):
 
 def test_each_statement_at_the_repl_prompt_has_the_whole_budget():
     session = Session(memory_limit=TWO_RANGES, output=lambda line: None)
-    for i in range(4):  # a program of these four statements is refused at the third
-        session.run_source(f"r{i} = range({RANGE});", "<repl>")
+    # a program of these four statements is refused at the third; the REPL runs each alone
+    for statement in parse(_ranges(4), "<repl>").statements:
+        session.execute(statement)
     assert len(session.lookup("r3")) == RANGE
