@@ -8,8 +8,7 @@ state.
 from __future__ import annotations
 
 import io
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -58,16 +57,9 @@ def _ticks(axes: Any, columns: Any, rows: Any) -> None:
     axes.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize=7)
 
 
-def save_trace_figure(trace: Trace, path: str | Path) -> Path:
-    """Write the figure to `path` (.png, .svg or .pdf, by its suffix), atomically, as
-    every file rasp-sim writes (rasp_sim.atomic_write)."""
-    from .atomic_write import replacing
-
-    path = Path(path)
-    figure = trace_figure(trace)
-    with replacing(path) as handle:
-        figure.savefig(handle, dpi=150, format=path.suffix.lower().lstrip("."))
-    return path
+def write_trace_figure(trace: Trace, stream: BinaryIO, format: str) -> None:
+    """Write the figure to the open binary `stream` as `format` (png, svg or pdf)."""
+    trace_figure(trace).savefig(stream, dpi=150, format=format)
 
 
 def trace_svg(trace: Trace) -> str:

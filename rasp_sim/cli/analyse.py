@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..draw_formats import DEFAULT_DPI, DRAW_FORMATS, check_suffix
-from . import UsageError
+from ..draw_formats import DEFAULT_DPI, DRAW_FORMATS
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
     chosen_name, refuse_options, check_output,
 )
-from .output_file import is_standard_output, output_file
+from .output_file import add_format_option, is_standard_output, output_file, output_format
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,9 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     draw.add_argument("-o", "--output", required=True, metavar="OUT",
                       help="output file: .svg, .png, .pdf or .dot; - for standard output "
                       "(in --format)")
-    draw.add_argument("--format", choices=DRAW_FORMATS, metavar="FORMAT",
-                      help="with -o -: what to write to standard output, one of "
-                      f"{', '.join(DRAW_FORMATS)} (default svg)")
+    add_format_option(draw, DRAW_FORMATS)
     draw.add_argument("--expand", action="store_true",
                       help="draw the nodes inside library calls instead of one box per call")
     draw.add_argument("--dpi", type=_dpi, default=DEFAULT_DPI, metavar="N",
@@ -93,7 +90,7 @@ def run_draw(args: argparse.Namespace) -> int:
 
     name = chosen_name(args)
     check_output(args.output, args.file, stream_ok=True)
-    picture_format = _picture_format(args)
+    picture_format = output_format(args.output, args.format, DRAW_FORMATS)
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
                        "a drawing without --input")
@@ -114,14 +111,3 @@ def run_draw(args: argparse.Namespace) -> int:
     if not is_standard_output(args.output):
         print(f"wrote {args.output} ({renderer})")
     return 0
-
-
-def _picture_format(args: argparse.Namespace) -> str:
-    """What draw writes: --format on standard output, the file name's suffix otherwise."""
-    if is_standard_output(args.output):
-        return args.format or "svg"
-    check_suffix(args.output)
-    if args.format is not None:
-        raise UsageError("--format is for -o - (standard output); a file's format is its "
-                         f"suffix: {args.output}")
-    return args.output.rsplit(".", 1)[-1].lower()

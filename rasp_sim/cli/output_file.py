@@ -7,12 +7,14 @@ folder sits beside them.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from contextlib import contextmanager
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Sequence
 
 from ..atomic_write import replacing
+from . import UsageError
 from .streams import OutputFailed
 
 STANDARD_OUTPUT = "-"
@@ -48,3 +50,27 @@ def write_output(output: str | os.PathLike, data: bytes) -> None:
 def written(output: str | os.PathLike) -> str:
     """How a message names where the output went."""
     return "standard output" if is_standard_output(output) else os.fspath(output)
+
+
+def add_format_option(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:
+    """--format, for -o -: a file's format is its suffix, standard output has none."""
+    parser.add_argument("--format", choices=formats, metavar="FORMAT",
+                        help=f"with -o -: what to write to standard output, one of "
+                        f"{', '.join(formats)} (default {formats[0]})")
+
+
+def output_format(output: str, chosen: str | None, formats: Sequence[str]) -> str:
+    """The format the command writes `output` in: `chosen` (--format, default the first
+    of `formats`) on standard output, the file name's suffix otherwise (UsageError if it
+    is not one of `formats`, or if --format was given too)."""
+    if is_standard_output(output):
+        return chosen or formats[0]
+    suffix = os.path.splitext(output)[1].lower().lstrip(".")
+    if suffix not in formats:
+        raise UsageError(f"-o {output}: the output is written as "
+                         f"{', '.join('.' + name for name in formats)} (by the suffix), "
+                         "or - for standard output")
+    if chosen is not None:
+        raise UsageError(f"--format is for -o - (standard output); a file's format is its "
+                         f"suffix: {output}")
+    return suffix

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import UsageError
 from .options import add_memory_limit_option, add_unvalidated_option, check_output
+from .output_file import is_standard_output, output_format, write_output
 from .trace import add_model_and_input
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "nothing: its figures are inline.")
     add_model_and_input(parser)
     parser.add_argument("-o", "--output", required=True, metavar="OUT.html",
-                        help="the page to write")
+                        help="the page to write; - for standard output")
     add_unvalidated_option(parser)
     add_memory_limit_option(parser, "size of the model's arrays to read")
     parser.set_defaults(handler=run_report)
@@ -52,16 +52,14 @@ def _reference(model: "Model", sequence: Any, files: "ModelFiles") -> "Reference
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..atomic_write import write_bytes
     from ..errors import RaspError
     from ..model import load_model
     from ..model_files import ModelFiles
     from ..report import report_html
     from .inputs import atoms, command_line_input
 
-    if Path(args.output).suffix.lower() not in (".html", ".htm"):
-        raise UsageError(f"-o {args.output}: the report is an HTML page (OUT.html)")
-    check_output(args.output, args.model)
+    output_format(args.output, None, ("html", "htm"))
+    check_output(args.output, args.model, stream_ok=True)
     model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
                        memory_limit=args.memory_limit)
     if model.warning:
@@ -72,8 +70,9 @@ def run_report(args: argparse.Namespace) -> int:
     page = report_html(model, trace, _reference(model, sequence, files),
                        f"rasp-sim report: {Path(args.model).name}", files)
     try:
-        write_bytes(Path(args.output), page.encode("utf-8"))
+        write_output(args.output, page.encode("utf-8"))
     except OSError as error:
         raise RaspError(f"cannot write {args.output}: {error.strerror or error}") from None
-    print(f"wrote {args.output}")
+    if not is_standard_output(args.output):
+        print(f"wrote {args.output}")
     return 0

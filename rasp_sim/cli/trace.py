@@ -4,19 +4,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import UsageError
+from .output_file import add_format_option, is_standard_output, output_file, output_format
 from .options import (add_json_option, add_memory_limit_option, add_unvalidated_option,
                       check_output)
 
 if TYPE_CHECKING:
     from ..trace import HeadPattern, Trace
 
-FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+FIGURE_FORMATS = ("png", "svg", "pdf")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     output = parser.add_mutually_exclusive_group()
     add_json_option(output, "print the whole trace (every array) as JSON")
     output.add_argument("-o", "--output", metavar="OUT",
-                        help="write the figure: OUT.png, OUT.svg or OUT.pdf")
+                        help="write the figure: OUT.png, OUT.svg or OUT.pdf; - for "
+                        "standard output (in --format)")
+    add_format_option(parser, FIGURE_FORMATS)
     add_unvalidated_option(parser)
     add_memory_limit_option(parser, "size of the model's arrays to read")
     parser.set_defaults(handler=run_trace)
@@ -48,11 +50,11 @@ def run_trace(args: argparse.Namespace) -> int:
     from ..model import load_model
     from .inputs import atoms, command_line_input
 
-    if args.output is not None and Path(args.output).suffix.lower() not in FIGURE_SUFFIXES:
-        raise UsageError(f"-o {args.output}: the figure is written as "
-                         f"{', '.join(FIGURE_SUFFIXES)} (by the suffix)")
     if args.output is not None:
-        check_output(args.output, args.model)
+        figure_format = output_format(args.output, args.format, FIGURE_FORMATS)
+        check_output(args.output, args.model, stream_ok=True)
+    elif args.format is not None:
+        raise UsageError("--format is for -o - (standard output)")
     model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
                        memory_limit=args.memory_limit)
     if model.warning:
@@ -61,9 +63,12 @@ def run_trace(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(trace.to_json()))
     elif args.output is not None:
-        from ..trace_plot import save_trace_figure
+        from ..trace_plot import write_trace_figure
 
-        print(f"wrote {save_trace_figure(trace, args.output)}")
+        with output_file(args.output) as stream:
+            write_trace_figure(trace, stream, figure_format)
+        if not is_standard_output(args.output):
+            print(f"wrote {args.output}")
     else:
         print("\n".join(summary(trace)))
     return 0

@@ -191,7 +191,7 @@ def test_the_cli_refuses_bad_requests(capsys, reverse_file, tmp_path):
 
     code, _, err = run_cli(capsys, "trace", reverse_file, "--input", "abc", "-o",
                            str(tmp_path / "t.gif"))
-    assert code == 2 and "the figure is written as .png, .svg, .pdf" in err
+    assert code == 2 and "the output is written as .png, .svg, .pdf (by the suffix)" in err
     code, _, err = run_cli(capsys, "trace", reverse_file, "--input", "abz")
     assert code == 1 and "token 'z' is not in the model's vocabulary" in err
     with pytest.raises(SystemExit) as stopped:  # argparse's own usage error
