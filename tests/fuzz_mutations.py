@@ -80,7 +80,7 @@ def truncate(source: bytes, rng: random.Random) -> bytes:
 
 
 # ---- the resource classes of issue 22: each must be refused by a stated limit (parser:
-# rasp_sim.source_limits; loops: rasp_sim.interpreter.MAX_ITERATIONS; sizes:
+# rasp_sim.source_limits; loops: rasp_sim.limits.MAX_ITERATIONS; sizes:
 # rasp_sim.limits), quickly and located, never by a hang or a MemoryError.
 
 def _statement_boundary(source: bytes, rng: random.Random) -> int:
