@@ -32,6 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rasp_sim.api_arguments import torch_device, torch_dtype
 from rasp_sim.errors import RaspTypeError
 
 from .weights import AttentionBlock, LayerNorm, Transformer, WeightsError, as_dense, load
@@ -42,6 +43,8 @@ def load_torch(model: Transformer | str | Path, dtype: Any = None, device: Any =
     (integer tensors) or features (floating tensors), its parameters of `dtype` (default
     torch.float64) on `device`. Its `dtype` attribute says which; floating features of a
     lower precision are refused with a RaspTypeError (see the module's docstring)."""
+    torch_dtype("load_torch", dtype)
+    torch_device("load_torch", device)
     import torch
 
     weights = model if isinstance(model, Transformer) else load(model)

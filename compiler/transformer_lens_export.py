@@ -57,6 +57,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from rasp_sim.api_arguments import torch_device, torch_dtype
 from rasp_sim.errors import CompileError, RaspTypeError
 
 from .forward import embed_features
@@ -171,6 +172,8 @@ def to_transformer_lens(weights: Transformer, dtype: Any = torch.float64,
     """The compiled model `weights` as a TransformerLens model of `dtype` (a
     RaspTransformerBridge on 4.x, a RaspHookedTransformer on 3.x; see the module's
     docstring), or an ExportError saying what TransformerLens cannot express."""
+    torch_dtype("to_transformer_lens", dtype)
+    torch_device("to_transformer_lens", device)
     info = compile_info(weights)
     mlps = [block for block in weights.layers if isinstance(block, MLPBlock)]
     activation = _activation(weights)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import api_arguments as arguments
+from .cli.options import positive, sample_count, seed_number
 from .errors import CompileError, RaspError, RaspTypeError
 from .graph import SOp
 from .model import Model
@@ -33,17 +34,24 @@ def parse(text: str, *, file: str | None = None, exact: bool = False,
     `strict` disables every extension (docs/language.md); `sandbox`, a folder, confines
     `load` to the `.rasp` files in it and the bundled library. What the program's
     statements display (e.g. a bare expression) is printed, as `rasp-sim run` prints it."""
-    session = Session(exact=exact, strict=strict, sandbox=sandbox)
-    return session.run_source(arguments.text("parse", text, "text"), file or "<string>")
+    text = arguments.text("parse", text, "text")
+    file = arguments.optional_text("parse", file, "file")
+    session = Session(exact=arguments.flag("parse", exact, "exact"),
+                      strict=arguments.flag("parse", strict, "strict"),
+                      sandbox=arguments.optional_path("parse", sandbox, "sandbox"))
+    return session.run_source(text, file or "<string>")
 
 
 def load(path: str | os.PathLike, *, exact: bool = False, strict: bool = False,
          sandbox: bool = False) -> Program:
     """Run the program file `path` (UTF-8, at most rasp_sim.program_files.MAX_PROGRAM_BYTES);
     `sandbox=True` confines `load` to the file's folder, as `--sandbox` does."""
-    session = Session(exact=exact, strict=strict,
-                      sandbox=Path(path).parent if sandbox else None)
-    return session.run_source(read_program(path), str(path))
+    path = arguments.path("load", path, "path")
+    session = Session(exact=arguments.flag("load", exact, "exact"),
+                      strict=arguments.flag("load", strict, "strict"),
+                      sandbox=Path(path).parent if arguments.flag("load", sandbox, "sandbox")
+                      else None)
+    return session.run_source(read_program(path), path)
 
 
 def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API's verb)
@@ -74,13 +82,22 @@ def compile(program: Program, name: str | None = None, *,  # noqa: A001 (the API
     if not isinstance(program, Program):
         raise RaspTypeError("compile takes a Program (from rasp_sim.parse or rasp_sim.load), "
                             f"not a {type(program).__name__}")
+    name = arguments.optional_text("compile", name, "name")
     max_len = arguments.integer("compile", max_len, "max_len", 1)
     min_len = None if min_len is None else arguments.integer("compile", min_len, "min_len", 1)
-    samples = None if samples is None else arguments.integer("compile", samples, "samples", 1)
-    seed = arguments.integer("compile", seed, "seed", 0)
-    workers = None if workers is None else arguments.integer("compile", workers, "workers", 1)
+    samples = (None if samples is None else
+               arguments.option_integer("compile", samples, "samples", 1, sample_count))
+    seed = arguments.option_integer("compile", seed, "seed", 0, seed_number)
+    workers = (None if workers is None else
+               arguments.option_integer("compile", workers, "workers", 1, positive))
     token_range = arguments.number_range("compile", token_range, "token_range")
     vocab = None if vocab is None else arguments.vocabulary("compile", vocab)
+    numeric_tokens, causal, force, exhaustive = (
+        arguments.flag("compile", value, flag) for value, flag in (
+            (numeric_tokens, "numeric_tokens"), (causal, "causal"), (force, "force"),
+            (exhaustive, "exhaustive")))
+    proof_dir = arguments.optional_path("compile", proof_dir, "proof_dir")
+    scheduler = arguments.scheduler("compile", scheduler)
     driver = _driver()
     node_name, root = program.node(name)
     if not isinstance(root, SOp):

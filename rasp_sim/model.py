@@ -17,6 +17,7 @@ import numpy as np
 
 from .compiler import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
                        run_weights, save_weights)
+from . import api_arguments as arguments
 from .api_arguments import input_list, one_input
 from .errors import RaspError
 from .evaluate import DEFAULT_MEMORY_LIMIT
@@ -95,7 +96,7 @@ class Model:
         ints): a list of token lists (a str's characters are its tokens), or of real
         numbers for a numeric-input model."""
         return run_weights(self.weights, [list(x) for x in input_list("run", inputs)],
-                           memory_limit=memory_limit)
+                           memory_limit=arguments.memory_limit("run", memory_limit))
 
     def trace(self, sequence: Sequence[Any]) -> "Trace":
         """The model's computation on one input (a str's characters, or a list of tokens
@@ -107,8 +108,9 @@ class Model:
         return trace(self, one_input("trace", sequence))
 
     def save(self, path: str | Path) -> None:
-        """Write the weights (.safetensors for that suffix, else .npz), hashed and
-        checked as `rasp-sim compile -o` writes them."""
+        """Write the weights to `path`, a .npz or .safetensors file (its suffix says which;
+        another is refused), hashed and checked as `rasp-sim compile -o` writes them."""
+        path = arguments.model_path("save", path)
         try:
             save_weights(self.weights, path)
         except OSError as error:
@@ -120,6 +122,8 @@ class Model:
         in, or float features of at least the module's precision (docs/transformer_lens.md).
         Needs torch (`pip install "rasp-sim[interp]"`)."""
         _require_interp("to_torch", "torch")
+        arguments.torch_dtype("to_torch", dtype)
+        arguments.torch_device("to_torch", device)
         from .compiler.torch_loader import load_torch
 
         return load_torch(self.weights, dtype, device)
@@ -132,6 +136,8 @@ class Model:
         an ExportError (a CompileError) for what TransformerLens cannot compute exactly.
         Needs the `interp` extra (torch, transformer-lens)."""
         _require_interp("to_transformer_lens", "torch", "transformer_lens")
+        arguments.torch_dtype("to_transformer_lens", dtype)
+        arguments.torch_device("to_transformer_lens", device)
         import torch
 
         from .compiler.transformer_lens_export import to_transformer_lens
@@ -168,5 +174,8 @@ def load_model(path: str | Path, *, allow_unvalidated: bool = False,
     header and every array are checked before they are read (a WeightsError names the
     field), at most `memory_limit` bytes of arrays are read, and a model not marked
     validated is refused unless `allow_unvalidated` (then `Model.warning` says why)."""
-    weights, warning = load_compiled(path, allow_unvalidated, memory_limit)
+    weights, warning = load_compiled(
+        arguments.path("load_model", path, "path"),
+        arguments.flag("load_model", allow_unvalidated, "allow_unvalidated"),
+        arguments.memory_limit("load_model", memory_limit))
     return Model(weights, warning)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from . import api_arguments as arguments
 from .api_arguments import input_list
 from .errors import RaspNameError, RaspTypeError
 from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch, evaluate_groups
@@ -54,7 +55,8 @@ class Program:
         tokens) or a sequence of atoms."""
         inputs = input_list("run", inputs)
         node = self.node(name)[1]
-        values = self.evaluate(inputs, name, memory_limit=memory_limit)
+        values = [row[0] for row in self._evaluate(
+            [node], inputs, arguments.memory_limit("run", memory_limit))]
         if isinstance(node, Selector):
             return [SelectorValue(rows, tuple(x)) for rows, x in zip(values, inputs)]
         return values
@@ -66,6 +68,7 @@ class Program:
         bool, NumPy strings for strings, or object for mixed columns and exact Fractions),
         (batch, n, n) bool for a selector."""
         node = self.node(name)[1]
+        memory_limit = arguments.memory_limit("run_batch", memory_limit)
         if isinstance(batch, np.ndarray) and batch.ndim != 2:
             raise RaspTypeError(f"run_batch takes a 2-D batch (inputs x positions), got an "
                                 f"array of shape {batch.shape}")
@@ -90,6 +93,7 @@ class Program:
 
     def node(self, name: str | None = None) -> tuple[str, Node]:
         """`name`'s s-op or selector (default: the last name the program assigned)."""
+        arguments.optional_text("node", name, "name")
         if name is None:
             name = self.last_name
             if name is None:
@@ -109,11 +113,21 @@ class Program:
                  memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list:
         """`name`'s value on each input (`rasp_sim.evaluate.evaluate`'s values)."""
         node = self.node(name)[1]
-        return [row[0] for row in self.evaluate_nodes([node], inputs, memory_limit=memory_limit)]
+        input_list("evaluate", inputs)  # checked; an array is passed on whole
+        return [row[0] for row in self._evaluate(
+            [node], inputs, arguments.memory_limit("evaluate", memory_limit))]
 
     def evaluate_nodes(self, nodes: Sequence[Node], inputs: Sequence[Any], *,
                        memory_limit: int = DEFAULT_MEMORY_LIMIT) -> list[list[Any]]:
         """The value of each of the program's `nodes` on each input (`out[i][r]`)."""
+        nodes = _nodes("evaluate_nodes", nodes)
+        input_list("evaluate_nodes", inputs)  # checked; an array is passed on whole
+        return self._evaluate(nodes, inputs, arguments.memory_limit("evaluate_nodes",
+                                                                    memory_limit))
+
+    def _evaluate(self, nodes: Sequence[Node], inputs: Sequence[Any],
+                  memory_limit: int) -> list[list[Any]]:
+        """evaluate_nodes on arguments already checked."""
         return evaluate(nodes, inputs, exact=self.exact, memory_limit_bytes=memory_limit)
 
     def evaluate_groups(self, inputs: Sequence[Any] | np.ndarray,
@@ -123,10 +137,21 @@ class Program:
         """`name`'s value arrays, one length group at a time, with the positions of the
         group's inputs (`rasp_sim.evaluate.evaluate_groups`)."""
         node = self.node(name)[1]
+        input_list("evaluate_groups", inputs)  # checked; an array is passed on whole
+        memory_limit = arguments.memory_limit("evaluate_groups", memory_limit)
+        first_index = arguments.integer("evaluate_groups", first_index, "first_index", 0)
         for ids, arrays in evaluate_groups([node], inputs, exact=self.exact,
                                            memory_limit_bytes=memory_limit,
                                            first_index=first_index):
             yield ids, arrays[node]
+
+
+def _nodes(function: str, nodes: Any) -> list[Node]:
+    """A list of s-ops and selectors (the program's, e.g. `program[name]`)."""
+    if not isinstance(nodes, (list, tuple)) or not all(isinstance(n, Node) for n in nodes):
+        raise RaspTypeError(f"{function}: nodes must be a list of s-ops and selectors "
+                            "(program[name]), not " + arguments.shown(nodes))
+    return list(nodes)
 
 
 class SelectorValue(list):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .api_arguments import text
+from .api_arguments import integer, text
 from .compiler.forward import (apply_block, block_input, embed_features, embed_tokens,
                                head_pattern, mlp_hidden, readout)
 from .compiler.tracr_backend.runtime import (as_program_types, decode, is_numeric_input,
@@ -85,6 +85,8 @@ class Trace:
         text of its one direction that holds 1 (None where no direction, or several, do),
         for a numerical s-op the number in its direction."""
         text("sop_values", label, "label")
+        if after is not None:  # block indices: residuals[0] is the embedding's stream
+            integer("sop_values", after, "after", 0, len(self.residuals) - 2)
         stream = self.residuals[-1 if after is None else after + 1].values[1:]
         columns = [i for i, name in enumerate(self.residual_labels)
                    if name == label or name.startswith(label + ":")]

@@ -13,10 +13,11 @@ import os
 from typing import Any, Collection
 
 from .. import api_arguments as arguments
+from ..cli.options import positive
 from ..errors import RaspTypeError
 from ..model import Model
 from ..program import Program
-from .columns import ConversionError
+from .columns import MAX_COLUMN_VALUES, ConversionError
 from .translate import Translation, translate
 
 __all__ = ["ConversionError", "Translation", "compile_tracr", "from_tracr", "to_rasp"]
@@ -26,7 +27,7 @@ def to_rasp(sop: Any, vocab: Collection[Any], max_seq_len: int) -> Translation:
     """The tracr s-op `sop` as RASP text over tokens in `vocab` and lengths
     1..max_seq_len (tracr's own value-set inference takes the same two); `notes` say
     which table entries were left out because the function raises there."""
-    return translate(sop, _vocab("to_rasp", vocab), max_seq_len)
+    return translate(sop, _vocab("to_rasp", vocab), _max_seq_len("to_rasp", max_seq_len))
 
 
 def from_tracr(sop: Any, vocab: Collection[Any], max_seq_len: int) -> Program:
@@ -38,7 +39,8 @@ def from_tracr(sop: Any, vocab: Collection[Any], max_seq_len: int) -> Program:
     value it was not built for fails there, with a located error."""
     from ..api import parse
 
-    translation = translate(sop, _vocab("from_tracr", vocab), max_seq_len)
+    translation = translate(sop, _vocab("from_tracr", vocab),
+                            _max_seq_len("from_tracr", max_seq_len))
     return parse(translation.text, file=f"<tracr {sop.label}>")
 
 
@@ -63,7 +65,8 @@ def compile_tracr(program: Any, vocab: Collection[Any], max_seq_len: int,
         if marker is not None and (not isinstance(marker, str) or marker in tokens):
             raise RaspTypeError(f"compile_tracr: {name} must be a string outside the "
                                 f"vocabulary, not {marker!r}")
-    arguments.integer("compile_tracr", mlp_exactness, "mlp_exactness", 1)
+    arguments.option_integer("compile_tracr", mlp_exactness, "mlp_exactness", 1, positive)
+    arguments.flag("compile_tracr", causal, "causal")
     converted = from_tracr(program, tokens, max_seq_len)
     return compile_program(converted, vocab=sorted(tokens, key=repr), max_len=max_seq_len,
                            causal=causal, samples=samples, seed=seed, force=force,
@@ -72,7 +75,18 @@ def compile_tracr(program: Any, vocab: Collection[Any], max_seq_len: int,
 
 
 def _vocab(function: str, vocab: Collection[Any]) -> list[Any]:
+    """A set or list of finite atoms (a str is not taken for its characters here: tracr's
+    vocab is a set)."""
     if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Collection):
         raise RaspTypeError(f"{function}: vocab must be a set or list of tokens, not "
                             f"{type(vocab).__name__}")
-    return list(vocab)
+    return arguments.vocabulary(function, vocab)
+
+
+def _max_seq_len(function: str, max_seq_len: Any) -> Any:
+    """translate.py checks the length and names it in its refusal; an int too long to
+    print there (Python's str(int) limit) is refused here."""
+    if isinstance(max_seq_len, int) and max_seq_len.bit_length() > 64:
+        raise RaspTypeError(f"{function}: max_seq_len is a {max_seq_len.bit_length():,}-bit "
+                            f"integer, above the limit of {MAX_COLUMN_VALUES:,}")
+    return max_seq_len
