@@ -268,13 +268,13 @@ def vocabulary(function: str, value: Any) -> list:
     if not isinstance(value, (list, tuple, set, frozenset, range, np.ndarray)):
         raise RaspTypeError(f"{function}: vocab must be a str or a list of tokens, not "
                             f"{shown(value)}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise RaspTypeError(f"{function}: vocab must be a 1-D array, not one of shape "
+                            f"{value.shape}")
     if len(value) > MAX_COLLECTION_LENGTH:  # counted before a range is built
         raise RaspTypeError(f"{function}: vocab has {len(value):,} tokens, above the limit "
                             f"of {MAX_COLLECTION_LENGTH:,} (rasp_sim.limits."
                             "MAX_COLLECTION_LENGTH)")
-    if isinstance(value, np.ndarray) and value.ndim != 1:
-        raise RaspTypeError(f"{function}: vocab must be a 1-D array, not one of shape "
-                            f"{value.shape}")
     tokens = list(value)
     for entry in tokens:
         token(function, entry, "a vocab entry", finite=True)

@@ -146,7 +146,19 @@ def _hostile(fifo: str) -> list[Any]:
             -math.inf, 1e308, 1j, b"ab", "", "a\0b", "\ud800", "x", "not/a/file.rasp", {},
             {"a": 1}, object(), [], [[1, [2]]], [{"a": 1}], [[object()]], [[1j]],
             [[2**(MAX_INT_BITS + 1)]], [math.nan], Fraction(1, 3), np.float64(math.nan),
-            np.array([[1j]]), range(10**12), fifo, Path(fifo), st.none(), print]
+            np.array([[1j]]), np.array(5), np.zeros((1, 1, 1)), [["a"], ["a", "b"]], [[]],
+            [""], ["\0"], range(10**12), fifo, Path(fifo), st.none(), print]
+
+
+def _hostile_values(fifo: str) -> st.SearchStrategy[Any]:
+    """The fixed hostile values and generated ones of every plain type (small ints: a
+    valid max_len of 200 would compile for minutes, which is work, not a hang)."""
+    atoms = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(),
+                      st.text(max_size=4), st.binary(max_size=4), st.complex_numbers())
+    return st.one_of(st.sampled_from(_hostile(fifo)), atoms,
+                     st.lists(atoms, max_size=3), st.lists(st.lists(atoms, max_size=3),
+                                                           max_size=2),
+                     st.dictionaries(st.text(max_size=2), atoms, max_size=2))
 
 
 def repr_short(value: Any) -> str:
@@ -189,7 +201,7 @@ def entries(program: rasp_sim.Program, model: rasp_sim.Model, model_file: str,
 def _property(entries: list[Entry], fifo: str, data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(entries), label="entry")
     argument = data.draw(st.sampled_from(sorted(entry.valid)), label="argument")
-    value = data.draw(st.sampled_from(_hostile(fifo)), label="value")
+    value = data.draw(_hostile_values(fifo), label="value")
     _call_hostile(entry, argument, value)
 
 
@@ -197,6 +209,14 @@ def _property(entries: list[Entry], fifo: str, data: st.DataObject) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_hostile_arguments_raise_only_rasp_errors(entries, fifo, alarm, data):
+    _property(entries, fifo, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_many_hostile_arguments_raise_only_rasp_errors(entries, fifo, alarm, data):
     _property(entries, fifo, data)
 
 
