@@ -1,4 +1,4 @@
-"""The README's compile tables, measured through the real CLI, and written into the README.
+"""The compile tables of docs/compiler.md, measured through the real CLI, and written there.
 
 For every row of examples/compile/table.tsv (the classic library, categorical tokens) and
 examples/compile/numeric.tsv (linear algebra and attention on real-valued tokens), run
@@ -12,7 +12,7 @@ computation of the construction: the largest error relative to max(1, max|NumPy|
     python benchmarks/compile_table.py [classic|numeric|both] [--runs 3] [--only NAME ...]
                                        [--check-tracr] [--write-readme]
 
-`--write-readme` replaces the measured rows of the README's tables (between the markers
+`--write-readme` replaces the measured rows of docs/compiler.md's tables (between the markers
 `<!-- compile-table:classic -->` ... `<!-- /compile-table:classic -->`, and the same for
 numeric), keeping the rows not measured; tests/compiler_tracr/test_tracr_readme_tables.py
 checks the size columns against a fresh compile of every row, so a change that alters
@@ -37,7 +37,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "compile"
-README = ROOT / "README.md"
+# The page that holds the tables (they were the README's; --write-readme kept its name).
+TABLES_PAGE = ROOT / "docs" / "compiler.md"
 TABLE_FILES = {"classic": "table.tsv", "numeric": "numeric.tsv"}
 HEADERS = {
     "classic": ("| program | vocab | max len | layers | heads | residual width | parameters "
@@ -45,7 +46,7 @@ HEADERS = {
     "numeric": ("| construction | length | layers | heads | residual width | parameters "
                 "| compile CPU time | max error vs NumPy |\n|---|---|---|---|---|---|---|---|"),
 }
-# The README's name of each row (examples/compile/*.tsv name -> label).
+# The page's name of each row (examples/compile/*.tsv name -> label).
 LABELS = {
     "reversed": "reverse", "hist": "histogram", "hist_bos": "histogram with BOS",
     "sorted": "sort", "sorted_unique": "sort (unique keys)", "by_freq": "sort by frequency",
@@ -226,40 +227,40 @@ def measure(table: str, row: Row, folder: Path, runs: int, check_tracr: bool) ->
     return line
 
 
-# ---------------------------------------------------------------- the README's tables
+# ---------------------------------------------------------------- the page's tables
 
 def _markers(table: str) -> tuple[str, str]:
     return f"<!-- compile-table:{table} -->", f"<!-- /compile-table:{table} -->"
 
 
 def readme_table(table: str, text: str | None = None) -> list[str]:
-    """The README's table lines (header included) between the table's markers."""
-    text = README.read_text() if text is None else text
+    """The page's table lines (header included) between the table's markers."""
+    text = TABLES_PAGE.read_text() if text is None else text
     start, end = _markers(table)
     if start not in text or end not in text:
-        raise SystemExit(f"README.md: the markers {start} ... {end} are missing")
+        raise SystemExit(f"{TABLES_PAGE.relative_to(ROOT)}: the markers {start} ... {end} are missing")
     inner = text.split(start, 1)[1].split(end, 1)[0]
     return [line for line in inner.splitlines() if line.startswith("|")]
 
 
 def readme_rows(table: str, text: str | None = None) -> dict[str, list[str]]:
-    """label -> the cells of its row in the README's table."""
+    """label -> the cells of its row in the page's table."""
     cells = [[c.strip() for c in line.strip().strip("|").split("|")]
              for line in readme_table(table, text)[2:]]
     return {c[0]: c[1:] for c in cells}
 
 
 def write_readme(table: str, measured: dict[str, str]) -> None:
-    """Replace the measured rows (label -> Markdown line) of the README's table, keeping
+    """Replace the measured rows (label -> Markdown line) of the page's table, keeping
     the others; rows follow the table file's order."""
-    text = README.read_text()
+    text = TABLES_PAGE.read_text()
     old = {line.split("|")[1].strip(): line for line in readme_table(table, text)[2:]}
     lines = [measured.get(row.label) or old.get(row.label) for row in rows(table)]
     body = "\n".join([HEADERS[table], *[line for line in lines if line]])
     start, end = _markers(table)
     before, rest = text.split(start, 1)
     after = rest.split(end, 1)[1]
-    README.write_text(f"{before}{start}\n{body}\n{end}{after}")
+    TABLES_PAGE.write_text(f"{before}{start}\n{body}\n{end}{after}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-tracr", action="store_true",
                         help="compile with --check-tracr (tracr's model as a second oracle)")
     parser.add_argument("--write-readme", action="store_true",
-                        help="write the measured rows into README.md's tables")
+                        help="write the measured rows into docs/compiler.md's tables")
     args = parser.parse_args(argv)
     if args.write_readme and args.check_tracr:
         parser.error("--write-readme writes the tables without --check-tracr")

@@ -1,4 +1,4 @@
-"""Compiled weights: the README's compile table, forward speed and compile time vs tracr.
+"""Compiled weights: docs/compiler.md's compile table, forward speed and compile time vs tracr.
 
     python benchmarks/compiled.py [--batch 4096] [--apply-sample 50] [--numeric-batch 1024]
                                   [--quick] [--only categorical|numeric]

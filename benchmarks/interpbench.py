@@ -24,7 +24,7 @@ For every case of an InterpBench checkout (or of a folder laid out like one: the
     python benchmarks/interpbench.py --cases PATH [--only N ...] [--samples 2000]
                                      [--proof-limit 1000000] [--json OUT.json]
 
-prints one Markdown table row per case and a summary (the README's InterpBench table).
+prints one Markdown table row per case and a summary (docs/benchmarks.md's InterpBench table).
 """
 from __future__ import annotations
 

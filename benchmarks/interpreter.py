@@ -5,7 +5,7 @@
 Every time is CPU time (`time.process_time`; a child process's from `getrusage`), so other
 jobs on a shared machine slow a run less than they would wall time. The programs compared
 on one batch are timed in turn (ours, tracr, the original, ours, ...) and each reports the
-median of its runs (5, 3 with --quick). --markdown also prints the README's tables.
+median of its runs (5, 3 with --quick). --markdown also prints docs/benchmarks.md's tables.
 
 rasp-sim runs the real user pipeline: each program is RASP source (examples/reverse.rasp,
 examples/histogram.rasp, and one-line programs for sort and length), parsed and run by
@@ -380,7 +380,7 @@ def _first_mismatch(ours: list, theirs: list, batch: list[str]) -> str | None:
 def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller batch and subsamples")
-    parser.add_argument("--markdown", action="store_true", help="also print the README's tables")
+    parser.add_argument("--markdown", action="store_true", help="also print docs/benchmarks.md's tables")
     parser.add_argument("--original", default=os.environ.get("RASP_ORIGINAL"),
                         help="a checkout of tech-srl/RASP (default: $RASP_ORIGINAL)")
     parser.add_argument("--original-python",

@@ -1,6 +1,6 @@
 """Exhaustive proofs (`compile --exhaustive`): inputs proven per CPU second, per program.
 
-For every row of examples/compile/table.tsv (the README's classic compile table), compile
+For every row of examples/compile/table.tsv (docs/compiler.md's classic compile table), compile
 the program on the table's vocabulary and time the proof's bulk comparison
 (compiler/tracr_backend/proof.py: the interpreter and the NumPy forward compared on
 batches of up to 8,192 inputs of one length, as a chunk runs them) in CPU seconds

@@ -13,7 +13,7 @@ The parts any evaluator of those inputs pays, timed apart (CPU time, median of 1
   code, one to place each character: the fewest passes a comparison-free sort makes).
 Their sum is a floor under any evaluation that takes the inputs as Python strings and
 sorts by a general algorithm. numba is not a dependency of rasp-sim: this script only
-measures how close a compiled kernel could bring `sort` to the bound (README).
+measures how close a compiled kernel could bring `sort` to the bound (docs/benchmarks.md).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ command's parser stays light (tests/test_cli_options.py)."""
 
 PICTURE_SUFFIXES = (".svg", ".png", ".pdf")
 DRAW_FORMATS = ("svg", "png", "pdf", "dot")  # -o - --format: the suffixes without a dot
-DEFAULT_DPI = 100  # a PNG's resolution; the size rule of README "Layers and heads" is at it
+DEFAULT_DPI = 100  # a PNG's resolution; the size rule of docs/cli.md, "Layers and heads", is at it
 
 
 def check_suffix(path: str) -> None:

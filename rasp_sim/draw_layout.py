@@ -12,7 +12,7 @@ written out:
 2. Order within a row: a few barycentre sweeps (each node moves towards the mean position of
    its neighbours in the row above, then below), the standard heuristic for fewer crossings
    (Sugiyama, Tagawa and Toda, 1981).
-3. Folding (the size rule of README "Layers and heads"): a row wider than `MAX_WIDTH` continues on
+3. Folding (the size rule of docs/cli.md, "Layers and heads"): a row wider than `MAX_WIDTH` continues on
    the next line of its band, so the picture is never wider than `MAX_WIDTH`; bands stack
    in one column while they fit `MAX_HEIGHT`, and a taller picture continues in a new
    column to the right (one or more whole layers per column).

@@ -7,7 +7,7 @@ another; memory it hands back is fresh again when next used, and fresh memory co
 page fault per 4 KiB at first touch (about 5-30 us each on the 2-core development
 machine). With glibc's own adaptive thresholds the interpreter's `reverse` at n = 64 took
 1,448 faults per batch of 10,000 inputs, 0.93 us per input, and 0.27 us with the
-thresholds below (benchmarks/interpreter.py; README "Benchmarks"); Dask's workers, which
+thresholds below (benchmarks/interpreter.py; docs/benchmarks.md); Dask's workers, which
 set the trim threshold to 64 KiB, spent a third of a 10^7-input proof's CPU in faults.
 
 So the CLI (`rasp_sim.cli.main`) and the local Dask cluster's workers keep up to

@@ -40,10 +40,10 @@ MapOp = Literal[
     "lookup",
     # `sop in members`: params = (members,) a list of atoms (6.8)
     "member",
-    # extension maps (README "Extensions")
+    # extension maps (docs/language.md, "Extensions")
     "exp", "log", "sqrt", "abs",
     # `assert(cond, message)` on an s-op: True, or the program's error where cond is
-    # false; params = (message, notes) (README "Extensions")
+    # false; params = (message, notes) (docs/language.md, "Extensions")
     "assert",
 ]
 

@@ -1,6 +1,6 @@
 """`rasp-sim draw`'s pictures: library calls folded into boxes, selector grids, and a
 layout where no two boxes or labels overlap and every example fits 2,000 x 2,000 px
-(the size rule of README "Layers and heads"), checked on every example and library program."""
+(the size rule of docs/cli.md, "Layers and heads"), checked on every example and library program."""
 from __future__ import annotations
 
 import re

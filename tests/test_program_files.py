@@ -132,7 +132,7 @@ def test_program_over_the_size_limit_is_refused_before_reading(capsys, in_tmp, m
     assert (code, err) == (1, f"big.rasp: resource limit: the file has {limit + 1:,} bytes, "
                               f"above the limit of {limit:,} bytes (10 MiB) on program files "
                               "(rasp_sim.program_files.MAX_PROGRAM_BYTES)\n")
-    assert limit == 10 * 2**20  # the "10 MiB" the message and the README state
+    assert limit == 10 * 2**20  # the "10 MiB" the message and docs/cli.md state
 
 
 def test_file_that_grows_past_the_limit_after_the_size_check(in_tmp, monkeypatch):

@@ -1,7 +1,7 @@
 """`rasp-sim compile` and `rasp-sim verify`: RASP programs to validated transformer weights.
 
 Both need the `compile` extra (tracr, jax, dm-haiku); it is imported inside the handlers,
-so the rest of the CLI starts without it. See docs/compiler.md and the README's "Compile".
+so the rest of the CLI starts without it. See docs/compiler.md and docs/cli.md, "Compile to weights".
 """
 from __future__ import annotations
 

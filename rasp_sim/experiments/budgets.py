@@ -20,7 +20,7 @@
   One seed at max_hops = 4 keeps k-hop near two hours: its runs with MLPs (S-RLM, R-RLM,
   F) take about 1,000-1,300 s each, so three seeds of every backbone (63 runs) come to
   about 3 h 20 min; the five backbones we ran there with two or three seeds varied by at
-  most 1.6 points between seeds. Measured (README): Dyck-1's 21 runs in 22
+  most 1.6 points between seeds. Measured (docs/experiments.md): Dyck-1's 21 runs in 22
   minutes and k-hop's 28 in 135 minutes of wall time on 2 CPU cores with --workers 2. The
   paper budget (batch 1,000 x 10,000 steps at m = 416, about 2.7 CPU-seconds a step) is
   some 7.5 CPU-hours per Dyck-1 run: a GPU's.

@@ -17,7 +17,7 @@ from rasp_sim.trace import Trace
 
 from .conftest import EXAMPLES
 
-# (file, name, vocab, max_len) from the README's classic compile table, small and varied:
+# (file, name, vocab, max_len) from the classic compile table (docs/compiler.md), small and varied:
 # a categorical output (reverse), a numerical one (hist), sort's several heads, and a
 # deep stack of layers (Dyck-1).
 CASES = [("reverse.rasp", "reversed", "abc", 5), ("histogram.rasp", "hist", "abc", 5),

@@ -68,7 +68,7 @@ def test_a_pair_that_never_meets_compiles(driver, program):
 
 
 def test_dyck2_is_decided_and_compiles(library):
-    # its validation is the README table's (a slow test): here only that it is decided
+    # its validation is the compile table's (docs/compiler.md) (a slow test): here only that it is decided
     from rasp_sim.compiler.tracr_backend.pipeline import compile_graph
 
     compiled = compile_graph(library("dyck.rasp", "dyck2_state"), list("(){}"), 6)

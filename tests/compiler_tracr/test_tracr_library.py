@@ -1,5 +1,5 @@
 """The classic library (programs/classic.rasp, through examples/compile/) compiles and
-validates exhaustively: the README table's rows."""
+validates exhaustively: the rows of docs/compiler.md's compile table."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("tracr")
 
 TABLE = Path(__file__).resolve().parents[2] / "examples" / "compile" / "table.tsv"
-# (file, name, vocab, max_len): every row of the README's compile table.
+# (file, name, vocab, max_len): every row of docs/compiler.md's compile table.
 CLASSIC = [(f, n, v, int(m)) for f, n, v, m in
            (line.split("\t") for line in TABLE.read_text().splitlines()
             if line and not line.startswith("#"))]

@@ -1,5 +1,5 @@
-"""The README's compile tables cannot go stale: every row of examples/compile/table.tsv and
-numeric.tsv has a row in the README (written by benchmarks/compile_table.py
+"""The compile tables of docs/compiler.md cannot go stale: every row of
+examples/compile/table.tsv and numeric.tsv has a row there (written by benchmarks/compile_table.py
 --write-readme), and its size columns (layers, heads, residual width, parameters) are
 those of a fresh compile of the row, or it says "refused" where the compile is refused.
 The compile here stops at the weights (no validation: the other tests validate these
@@ -53,7 +53,7 @@ def sizes(root, row) -> dict[str, int] | str:
 @pytest.mark.parametrize("table, row", ROWS)
 def test_the_readme_row_has_the_sizes_of_a_fresh_compile(library, table, row):
     readme = table_script.readme_rows(table)
-    assert row.label in readme, (f"README.md has no row '{row.label}': run python "
+    assert row.label in readme, (f"docs/compiler.md has no row '{row.label}': run python "
                                  f"benchmarks/compile_table.py {table} --only {row.name} "
                                  "--write-readme")
     cells = readme[row.label][2 if table == "classic" else 1:]
@@ -64,7 +64,7 @@ def test_the_readme_row_has_the_sizes_of_a_fresh_compile(library, table, row):
     written = dict(zip(("layers", "heads", "residual_width", "parameters"),
                        (int(c.replace(",", "")) if c.replace(",", "").isdigit() else c
                         for c in cells[:4])))
-    assert written == expected, (f"README.md's row '{row.label}' is stale: rerun python "
+    assert written == expected, (f"docs/compiler.md's row '{row.label}' is stale: rerun python "
                                  f"benchmarks/compile_table.py {table} --only {row.name} "
                                  "--write-readme")
 

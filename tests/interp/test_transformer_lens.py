@@ -1,7 +1,7 @@
 """`Model.to_transformer_lens()` computes the model: the TransformerLens model (a
 TransformerBridge on transformer-lens 4.x, a HookedTransformer on 3.x: whichever is
 installed) agrees with `Model.run` (the NumPy forward pass) on the whole domain of every
-program of the README's compile table, and on 10,000 random inputs of three numeric library
+program of docs/compiler.md's compile table, and on 10,000 random inputs of three numeric library
 models; its attention patterns are `Model.trace`'s, head by head through `block_map`;
 ablating a head through a hook changes the output as the trace predicts; what
 TransformerLens cannot express is refused. Hook names come from `get_act_name`, which
@@ -29,7 +29,7 @@ from transformer_lens.utilities import get_act_name  # noqa: E402
 pytestmark = pytest.mark.interp
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "compile"
-# (file, name, vocab, max_len): every row of the README's compile table.
+# (file, name, vocab, max_len): every row of docs/compiler.md's compile table.
 CLASSIC = [(f, n, v, int(m)) for f, n, v, m in
            (line.split("\t") for line in (EXAMPLES / "table.tsv").read_text().splitlines()
             if line and not line.startswith("#"))]
