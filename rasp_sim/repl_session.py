@@ -2,8 +2,9 @@
 
 - `Session(*, exact=False, strict=False, output=None, example=None, sandbox=None,
   memory_limit=DEFAULT_MEMORY_LIMIT)`:
-  run mode (docs/language.md): only expression statements, `draw` and `show example`
-  display, nothing is checked, and a failing statement in a loaded file ends the load.
+  run mode (docs/language.md): only `draw` and `show example` display (a bare
+  expression statement shows nothing, as in a file the original loads), nothing is
+  checked, and a failing statement in a loaded file ends the load.
 - `ReplSession(...)`: REPL mode: every s-op/selector subexpression is checked on the
   running example (default "hello"), a failing definition is not bound, every statement
   displays its result, and a loaded file's failing statements are shown and skipped.
@@ -76,8 +77,11 @@ class Session(Host):
         return None
 
     def show(self, statement: ast.Statement, results: list[Result]) -> None:
-        for result in results:
-            if result.kind != "named" or isinstance(statement, ast.ExprStatement):
+        """Only the statements that exist to display: an expression statement's value
+        (`a("hello");`) is the REPL's answer, not a file's output (the original prints
+        nothing for one in a file it loads; a program's output is what `run` prints)."""
+        if isinstance(statement, (ast.Draw, ast.ShowExample)):
+            for result in results:
                 self._show(result)
 
     def _show(self, result: Result) -> None:

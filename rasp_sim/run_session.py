@@ -7,7 +7,8 @@ in the original, which reports the error and runs the next statement.
   it would have bound hold a `FailedBinding`, so that a later statement that uses one
   fails too instead of finding an older value. The target is then computed if it does not
   go back to a failed statement (the failures are warnings), and refused otherwise (they
-  are errors). `draw` is skipped with a note: `run` draws no pictures.
+  are errors). `draw` is skipped with a note: `run` draws no pictures. `analyse` and
+  `draw` run a program this way too (`command` names the one running it).
 - `FaithfulSession` (`run --example X`): the original's semantics, as the REPL has them:
   every statement is checked on the running example X; one that fails there is reported
   and binds nothing, the old binding staying in force; the target is computed with the
@@ -27,7 +28,14 @@ from .interpreter import Result
 from .program import Program
 from .repl_session import ReplSession, Session
 
-DRAW_NOTE = "draw skipped: `rasp-sim run` draws no pictures (`rasp-sim draw FILE NAME` does)"
+
+
+def draw_note(command: str) -> str:
+    """Why a program's `draw(x);` is skipped by `rasp-sim COMMAND`."""
+    if command == "draw":
+        return "draw skipped: `rasp-sim draw` draws NAME, not the program's draw statements"
+    return (f"draw skipped: `rasp-sim {command}` draws no pictures (`rasp-sim draw FILE "
+            "NAME` does)")
 
 
 @dataclass
@@ -63,9 +71,10 @@ def _refused_export(error: RaspError, name: str) -> bool:
 class LazySession(Session):
     """The default `run`: failing statements are recorded and skipped (see the module)."""
 
-    def __init__(self, *, errors: TextIO, **options: Any):
+    def __init__(self, *, errors: TextIO, command: str = "run", **options: Any):
         super().__init__(**options)
         self._errors = errors
+        self._command = command
         self.failures: list[Failure] = []
 
     def statement_failed(self, statement: ast.Statement, error: RaspError) -> None:
@@ -78,7 +87,7 @@ class LazySession(Session):
         return None
 
     def skips_draw(self, statement: ast.Draw) -> bool:
-        print(f"{statement.span}: note: {DRAW_NOTE}", file=self._errors)
+        print(f"{statement.span}: note: {draw_note(self._command)}", file=self._errors)
         return True
 
     def _fail(self, statement: ast.Statement, error: RaspError, env: Environment) -> None:
@@ -116,9 +125,12 @@ class LazySession(Session):
                 print(warning_text(failure.error, f"the statement is skipped{unused}"),
                       file=self._errors)
         if chain:
-            return (f"{target} depends on a statement that failed (above). With --example X, "
-                    "run follows the original instead: every statement is checked on X, and "
-                    "one that fails keeps the old binding")
+            refusal = f"{target} depends on a statement that failed (above)"
+            if self._command == "run":  # the only command with --example
+                refusal += (". With --example X, run follows the original instead: every "
+                            "statement is checked on X, and one that fails keeps the old "
+                            "binding")
+            return refusal
         return _strictly_refused(len(self.failures)) if refused else None
 
 
@@ -166,7 +178,7 @@ class FaithfulSession(ReplSession):
 
     def show(self, statement: ast.Statement, results: list[Result]) -> None:
         if isinstance(statement, ast.Draw):
-            print(f"{statement.span}: note: {DRAW_NOTE}", file=self._errors)
+            print(f"{statement.span}: note: {draw_note('run')}", file=self._errors)
             return
         Session.show(self, statement, results)  # run mode's display, not the REPL's
 

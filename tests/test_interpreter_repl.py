@@ -152,10 +152,10 @@ def test_examples_off_prints_headers_only() -> None:
     assert interpreter.lines == ["     s-op: x", "     selector: s"]
 
 
-def test_run_mode_displays_expression_statements_only() -> None:
-    interpreter = run("x = 5; x; y = indices; y;")
-    # no running example in run mode: an s-op shows its header only
-    assert interpreter.lines == ["    value: x =  5", "     s-op: y"]
+def test_run_mode_displays_no_expression_statement() -> None:
+    """As the original loading a file: only `show example` and `draw` display (issue 36)."""
+    interpreter = run("x = 5; x; y = indices; y; y([1]);\nshow example")
+    assert interpreter.lines == ["\ts-op example: None", "\tselector example: None"]
 
 
 def test_loops_print_nothing() -> None:

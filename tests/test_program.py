@@ -59,11 +59,15 @@ def test_the_interpreter_alone_shows_and_checks_nothing(capsys) -> None:
     assert interpreter.lookup("x") is not None  # bound: no definition check
 
 
-def test_run_mode_shows_expression_statements_only() -> None:
+def test_run_mode_shows_only_what_displays() -> None:
+    """`show example` and `draw` display; a bare expression statement (`y;`) does not,
+    as the original prints nothing for one in a file it loads (issue 36)."""
     lines: list[str] = []
-    Session(output=lines.append).run_source('set example "ab"\ny = tokens;\ny;', "r")
-    assert lines and all("ab" in line or "y" in line for line in lines)
-    assert lines[0].strip().startswith("s-op: y")
+    Session(output=lines.append).run_source(
+        'set example "ab"\ny = tokens;\ny;\ny("cd");\nshow example\ndraw(y);', "r")
+    assert lines[0] == '\ts-op example: "ab"'
+    assert not any("cd" in line for line in lines)
+    assert lines[-1].endswith("[a, b] (strings)")  # draw(y) on the running example
     shown: list[str] = []
     Session(output=shown.append).run_source("y = tokens;", "r")
     assert shown == []

@@ -67,10 +67,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_analyse(args: argparse.Namespace) -> int:
     from ..analyse import analyse, format_table
-    from .program import load_named_node
+    from .program import run_statements
 
-    name, node = load_named_node(args.file, chosen_name(args), strict=args.strict,
-                                 sandbox=args.sandbox)
+    name = chosen_name(args)
+    program = run_statements(args.file, name, strict=args.strict, sandbox=args.sandbox,
+                             command="analyse")
+    name, node = program.node(name)
     analysis = analyse(node)
     if args.json:
         print(json_text({"name": name, **analysis.to_json()}, indent=2))
@@ -86,7 +88,7 @@ def run_draw(args: argparse.Namespace) -> int:
     from ..draw_collapse import call_names
     from ..graph import ancestors
     from .inputs import parse_input
-    from .program import load_program
+    from .program import run_statements
 
     name = chosen_name(args)
     check_output(args.output, args.file, stream_ok=True)
@@ -94,8 +96,8 @@ def run_draw(args: argparse.Namespace) -> int:
     if args.input is None:
         refuse_options(args, {"exact": "only the values on --input depend on it"},
                        "a drawing without --input")
-    program = load_program(args.file, exact=args.exact, strict=args.strict,
-                           sandbox=args.sandbox)
+    program = run_statements(args.file, name, exact=args.exact, strict=args.strict,
+                             sandbox=args.sandbox, command="draw")
     _, node = program.node(name)
     analysis = analyse(node)
     values, example = None, None

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..ast import Assign
 from ..errors import RaspError, Span, quote
+from ..evaluate import DEFAULT_MEMORY_LIMIT
 from ..graph import Node
 from ..parser import parse
 from ..program import Program
@@ -30,22 +31,26 @@ def load_program(file: str, *, exact: bool = False, strict: bool = False,
                    sandbox=sandbox_folder(file, sandbox)).run_file(file)
 
 
-def run_statements(file: str, name: str | None, *, exact: bool, strict: bool,
-                   sandbox: bool, example: Any, strict_statements: bool,
-                   memory_limit: int) -> Program:
-    """Run `file` for `rasp-sim run`, going on past failing statements
-    (rasp_sim.run_session): lazily without `example`, as the original with it. The
-    failures are reported on stderr; a RaspError (saying why) if the target `name` (None:
-    the last name assigned) cannot be computed. `memory_limit`: --memory-limit, a share
-    of which bounds the program's atom-level values (rasp_sim.limits.AtomBudget)."""
+def run_statements(file: str, name: str | None, *, exact: bool = False,
+                   strict: bool = False, sandbox: bool = False, example: Any = None,
+                   strict_statements: bool = False,
+                   memory_limit: int = DEFAULT_MEMORY_LIMIT,
+                   command: str = "run") -> Program:
+    """Run `file` for `rasp-sim COMMAND` (run, analyse, draw), going on past failing
+    statements (rasp_sim.run_session): lazily without `example`, as the original with
+    it. The failures are reported on stderr, and so is what the statements display
+    (`show example`: stdout is the command's output); a RaspError (saying why) if the
+    target `name` (None: the last name assigned) cannot be computed. `memory_limit`:
+    --memory-limit, a share of which bounds the program's atom-level values
+    (rasp_sim.limits.AtomBudget)."""
     from ..run_session import FaithfulSession, LazySession
 
     options: dict[str, Any] = dict(exact=exact, strict=strict, errors=sys.stderr,
-                                   sandbox=sandbox_folder(file, sandbox),
+                                   output=sys.stderr, sandbox=sandbox_folder(file, sandbox),
                                    memory_limit=memory_limit)
     session: FaithfulSession | LazySession
     if example is None:
-        session = LazySession(**options)
+        session = LazySession(command=command, **options)
     else:
         session = FaithfulSession(example=example, **options)
     program = session.run_file(file)

@@ -1,0 +1,90 @@
+"""`rasp-sim analyse` and `draw` run a program with `run`'s statement semantics
+(rasp_sim/run_session.py): a failing statement the target does not depend on is a
+warning, and the program is analysed; a target that depends on one is refused. What a
+program's statements display never reaches stdout outside the REPL (issue 36)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import run_cli, write
+from run_statement_cases import CASES
+from test_run_statements import _write
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if ": warning: " in line]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_analyse_and_draw_refuse_exactly_what_run_refuses(name, capsys, tmp_path,
+                                                          monkeypatch):
+    """The cases of tests/run_statement_cases.py: each command warns about the same
+    statements as `run`, and refuses the target where `run` says it depends on a failed
+    statement."""
+    case = CASES[name]
+    monkeypatch.chdir(tmp_path)
+    program = _write(tmp_path, case)
+    _, _, run_err = run_cli(capsys, "run", program, "--name", case.target,
+                            "--input", *case.inputs)
+    refused = "depends on a statement that failed" in run_err
+    for command in (["analyse", "--json"], ["draw", "-o", str(tmp_path / "g.dot")]):
+        code, out, err = run_cli(capsys, command[0], program, "--name", case.target,
+                                 *command[1:])
+        assert code == (1 if refused else 0), err
+        assert _warnings(err) == _warnings(run_err)
+        assert ("depends on a statement that failed" in err) == refused
+        assert "--example" not in err  # run's hint: these commands have no --example
+        if command[0] == "analyse" and not refused:
+            assert json.loads(out)["name"] == case.target
+
+
+def test_analyse_of_a_loaded_file_with_failing_statements(capsys, tmp_path, monkeypatch):
+    """The original's tests/rasps/loadA.rasp pattern: failing statements in the program
+    and in the file it loads, none of which the target needs."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "g = f;\nb = indices + 7;\n_c = a;\n", "loadB.rasp")
+    program = write(tmp_path, 'a = f;\nload "loadB";\nc = b;\nd = _b;\ne = c + 1;\n')
+    code, out, err = run_cli(capsys, "analyse", program, "--json")
+    assert code == 0, err
+    assert json.loads(out)["name"] == "e"
+    assert len(_warnings(err)) == 4  # a = f; g = f; _c = a; d = _b;
+
+
+def test_a_draw_statement_is_skipped_with_a_note_naming_the_command(capsys, tmp_path):
+    program = write(tmp_path, "z = indices + 1;\ndraw(z);\n")
+    code, _, err = run_cli(capsys, "analyse", program)
+    assert code == 0, err
+    assert err.startswith(f"{program}:2:1: note: draw skipped: `rasp-sim analyse`")
+    code, _, err = run_cli(capsys, "draw", program, "-o", str(tmp_path / "g.dot"))
+    assert code == 0, err
+    assert err.startswith(f"{program}:2:1: note: draw skipped: `rasp-sim draw` draws NAME")
+
+
+DISPLAYING = 'a = select(indices, indices, ==);\na("hello");\nindices;\n5;\nz = indices + 1;\n'
+
+
+@pytest.mark.parametrize("command, documents", [
+    (["run", "--input", "abc", "--json"], str.splitlines),
+    (["run", "--input", "abc", "--json", "--example", "abc"], str.splitlines),
+    (["analyse", "--json"], lambda out: [out]),
+])
+def test_bare_expression_statements_print_nothing(command, documents, capsys, tmp_path):
+    """`a("hello");` in a file is the REPL's answer, not the command's output: stdout
+    holds the JSON alone, as the original prints nothing for it when loading a file."""
+    program = write(tmp_path, DISPLAYING)
+    code, out, err = run_cli(capsys, command[0], program, *command[1:])
+    assert code == 0, err
+    assert [json.loads(document) for document in documents(out)]  # JSON alone
+    assert "hello" not in out + err
+
+
+def test_show_example_goes_to_standard_error(capsys, tmp_path):
+    program = write(tmp_path, 'set example "ab"\nshow example\nz = indices;\n')
+    code, out, err = run_cli(capsys, "run", program, "--input", "abc", "--json",
+                             "--example", "xy")
+    assert code == 0, err
+    assert json.loads(out)["output"] == [0, 1, 2]
+    assert '"ab"' in err
