@@ -110,8 +110,24 @@ class ReplSession(Session):
         # application input in force when they were built; checked by `verify`.
         self._pending: list[list[tuple[graph.Node, Any, Span]]] = []
         self._backup_example: Any = None  # the input of an enclosing `e(input)` (6.14)
+        self._going_on = False  # a failing statement of a program run is shown, not raised
         super().__init__(example="hello" if example is None else example, **options)
         self._input_check = DefinitionCheck(exact=self.interpreter.exact)
+
+    def run_file_going_on(self, path: str | os.PathLike) -> Program:
+        """Run a program file as the REPL's start (`rasp-sim repl FILE`): a statement that
+        fails is shown and the next one runs, as `load` at the prompt does and as the
+        original runs a file."""
+        self._going_on = True
+        try:
+            return self.run_file(path)
+        finally:
+            self._going_on = False
+
+    def statement_failed(self, statement: ast.Statement, error: RaspError) -> None:
+        if not self._going_on:
+            raise error
+        self._write(error.format())
 
     def enter_statement(self) -> None:
         self._pending.append([])

@@ -88,3 +88,25 @@ def test_show_example_goes_to_standard_error(capsys, tmp_path):
     assert code == 0, err
     assert json.loads(out)["output"] == [0, 1, 2]
     assert '"ab"' in err
+
+
+FAILING_IN_THE_MIDDLE = 'x = 1;\ny = tokens + select(indices, indices, ==);\nz = x + 1;\n'
+
+
+@pytest.mark.parametrize("start", ["file", "load"])
+def test_repl_file_goes_on_past_a_failing_statement_as_load_does(start, capsys, tmp_path,
+                                                                 monkeypatch):
+    """`rasp-sim repl FILE` runs FILE's statements after a failing one, as `load "FILE";`
+    at the prompt and the original do: the names bound after it hold their values."""
+    import io
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    program = write(tmp_path, FAILING_IN_THE_MIDDLE)
+    typed = 'load "prog";\n' if start == "load" else ""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(typed + "z;\n"))
+    arguments = [program] if start == "file" else []
+    code, out, _ = run_cli(capsys, "repl", *arguments)
+    assert code == 0
+    assert out.count("Cannot apply + to selector(s)") == 1
+    assert out.count("value: z =  2") == 2  # as the file (or load) binds it, and at `z;`

@@ -75,7 +75,7 @@ def run_repl(args: argparse.Namespace) -> int:
         _enable_history()
     print(BANNER)  # the original's, also when stdin is piped (its transcripts show it)
     if args.file:
-        _report_errors(lambda: repl.run_file(args.file), sys.stdout)
+        _report_errors(lambda: repl.run_file_going_on(args.file), sys.stdout)
     try:
         session(repl, _line_reader(interactive), sys.stdout)
     except RaspResourceError as error:  # input that is not a program: the session ends
