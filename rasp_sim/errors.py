@@ -152,6 +152,18 @@ class CompileError(RaspError):
     kind = "cannot compile"
 
 
+def at_caller(error: RaspError, site: Span) -> RaspError:
+    """`error`, located in a loaded file (the standard library, `programs/`), reported at
+    `site`: the user's call or statement that led there, with the loaded file's line as a
+    note (what failed is in the library, what to change is the user's line)."""
+    library = error.span
+    if library is not None:
+        error.message = f"{error.message} (at {library}, in a loaded library)"
+        error.notes = [f"  note: {library}:", *quote(library), *error.notes]
+    error.span = site
+    return error
+
+
 def warning_text(error: RaspError, note: str) -> str:
     """`error` reported as a warning (the program goes on): `file:line:col: warning: kind:
     message`, the source line and caret, the error's notes, then `  note: {note}`."""

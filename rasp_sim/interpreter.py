@@ -49,7 +49,7 @@ from .display import DisplaySettings
 from .environment import BASE_RESERVED, Environment
 from .errors import (
     RaspError, RaspLoadError, RaspResourceError, RaspRuntimeError, RaspTypeError, Span,
-    source_line,
+    at_caller, source_line,
 )
 from .evaluate import DEFAULT_MEMORY_LIMIT, evaluate_one
 from .limits import (
@@ -299,6 +299,8 @@ class Interpreter:
             raise RaspResourceError(
                 "Python recursion limit reached (the program nests too deeply)", statement.span
             ) from None
+        except RaspError as error:
+            raise self._at_statement(error, statement) from None
         self.host.show(statement, results)
 
     def values_on(self, node: graph.Node, example: Any) -> list:
@@ -506,6 +508,7 @@ class Interpreter:
                 except _Exit:
                     break
                 except RaspError as error:
+                    error = self._at_statement(error, statement)
                     shown = self.host.load_failed(statement, error, file_env)
                     if shown is not None:
                         self._load_results.append(shown)
@@ -672,6 +675,8 @@ class Interpreter:
             for statement in function.body:
                 self._exec(statement, scope)
             results = [self._eval(e, scope) for e in function.returns]
+        except RaspError as error:
+            raise self._at_program_line(error, span) from None
         finally:
             self._depth -= 1
             self._call_sites.pop()
@@ -681,6 +686,23 @@ class Interpreter:
                 result, f"{function.name}(" + " , ".join(describe(a, 20) for a in args) + ")"
             )
         return result
+
+    def _at_program_line(self, error: RaspError, site: Span) -> RaspError:
+        """An error located in a library (a loaded file's function: its static type
+        errors, the definition check or an application of the s-ops it built), reported
+        at `site` (a call, a statement) if that is a line of a program being run (the
+        user's file, a file being loaded), the library's line a note. An error already
+        at a program's line stays there."""
+        running = {self._user_file, *(str(file) for file in self._files)}
+        if error.span is None or error.span.file in running or site.file not in running:
+            return error
+        return at_caller(error, site)
+
+    def _at_statement(self, error: RaspError, statement: ast.Statement) -> RaspError:
+        """`_at_program_line` at a failed statement, but for a `load`, whose errors are
+        the loaded file's own."""
+        return error if isinstance(statement, ast.Load) else \
+            self._at_program_line(error, statement.span)
 
     def _error_site(self, span: Span) -> tuple[Span, tuple[str, ...]]:
         """Where an `assert` at `span` reports its error: the innermost call in the user's

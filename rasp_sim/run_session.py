@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from . import ast
 from .environment import Environment, FailedBinding, FailedNameError
-from .errors import RaspError, RaspNameError, warning_text
+from .errors import RaspError, RaspNameError, Span, source_line, warning_text
 from .interpreter import Result
 from .program import Program
 from .repl_session import ReplSession, Session
@@ -46,6 +46,7 @@ class Failure:
 
     error: RaspError
     causes: list["Failure"]
+    statement: ast.Statement
     refused_export: bool = False  # a loaded file's binding of a library name
     failed_load: bool = False
 
@@ -98,7 +99,8 @@ class LazySession(Session):
             causes = [error.failure]
         elif isinstance(error, RaspNameError) and error.message.startswith("Undefined"):
             causes = [f for f in self.failures if f.failed_load]
-        failure = Failure(error, causes, bool(refused), isinstance(statement, ast.Load))
+        failure = Failure(error, causes, statement, bool(refused),
+                          isinstance(statement, ast.Load))
         self.failures.append(failure)
         for name in names:
             if name not in refused:
@@ -115,14 +117,15 @@ class LazySession(Session):
         refused = bool(chain) or (strict_statements and bool(self.failures))
         for failure in self.failures:
             if any(failure is f for f in chain) or strict_statements:
-                print(failure.error.format(), file=self._errors)
+                print(_error_text(failure), file=self._errors)
             elif failure.refused_export:
                 print(warning_text(failure.error, "the loaded file keeps its own binding, "
                                    "the loader the library's (as in the original)"),
                       file=self._errors)
             else:
                 unused = f": {target} does not depend on it" if target is not None else ""
-                print(warning_text(failure.error, f"the statement is skipped{unused}"),
+                skipped = skipped_statement(failure.statement, failure.error)
+                print(warning_text(failure.error, f"{skipped} is skipped{unused}"),
                       file=self._errors)
         if chain:
             refusal = f"{target} depends on a statement that failed (above)"
@@ -132,6 +135,31 @@ class LazySession(Session):
                             "binding")
             return refusal
         return _strictly_refused(len(self.failures)) if refused else None
+
+
+def skipped_statement(statement: ast.Statement, error: RaspError) -> str:
+    """How a report names the statement that failed: "the statement" where the error is
+    located in it, else its location and line (an error inside a function's body is
+    located there, far from the call whose statement is skipped)."""
+    if error.span is None or _within(error.span, statement.span):
+        return "the statement"
+    line = (source_line(statement.span) or "").strip()
+    return f"the statement at {statement.span} ({line})" if line else \
+        f"the statement at {statement.span}"
+
+
+def _error_text(failure: Failure) -> str:
+    """A failure reported as an error, naming its statement where the error lies outside
+    it."""
+    skipped = skipped_statement(failure.statement, failure.error)
+    note = [] if skipped == "the statement" else [f"  note: {skipped} fails"]
+    return "\n".join([failure.error.format(), *note])
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return (inner.source == outer.source
+            and (outer.line, outer.column) <= (inner.line, inner.column)
+            and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
 
 
 def _causes(failure: Failure) -> list[Failure]:
@@ -162,17 +190,18 @@ class FaithfulSession(ReplSession):
         self.failures: list[RaspError] = []
 
     def statement_failed(self, statement: ast.Statement, error: RaspError) -> None:
-        self._report(error)
+        self._report(statement, error)
         _note_target(self, statement)
 
     def load_failed(self, statement: ast.Statement, error: RaspError,
                     env: Environment) -> Result | None:
-        self._report(error)
+        self._report(statement, error)
         return None
 
-    def _report(self, error: RaspError) -> None:
+    def _report(self, statement: ast.Statement, error: RaspError) -> None:
         self.failures.append(error)
-        print(warning_text(error, "the statement is skipped and binds nothing (as in the "
+        skipped = skipped_statement(statement, error)
+        print(warning_text(error, f"{skipped} is skipped and binds nothing (as in the "
                            "original): an earlier binding of its names stays"),
               file=self._errors)
 

@@ -110,3 +110,69 @@ def test_repl_file_goes_on_past_a_failing_statement_as_load_does(start, capsys, 
     assert code == 0
     assert out.count("Cannot apply + to selector(s)") == 1
     assert out.count("value: z =  2") == 2  # as the file (or load) binds it, and at `z;`
+
+
+def _library_functions() -> list[tuple[str, int]]:
+    from rasp_sim.interpreter import Interpreter
+    from rasp_sim.values import Function
+
+    base = Interpreter().base.variables
+    return sorted((name, len(value.params)) for name, value in base.items()
+                  if isinstance(value, Function))
+
+
+ARGUMENTS = ["tokens_int", "select(indices, indices, ==)", "[1, 2]", "1"]
+
+
+@pytest.mark.parametrize("function, arity", _library_functions())
+@pytest.mark.parametrize("repl", [False, True])
+def test_an_error_inside_the_library_is_located_at_the_users_call(function, arity, repl):
+    """Every library function, with arguments of each wrong kind: an error raised while
+    the statement runs (a static type error; at the REPL, the definition check on its
+    example) is located at the user's line, the library's line a note (issue 36)."""
+    from rasp_sim.errors import RaspError
+    from rasp_sim.repl_session import ReplSession, Session
+
+    for argument in ARGUMENTS:
+        call = f"{function}({', '.join([argument] * arity)})"
+        session = (ReplSession if repl else Session)(output=lambda line: None)
+        try:
+            session.run_source(f"x = 1;\ny = {call};\n", "prog.rasp")
+        except RaspError as error:
+            assert error.span is not None and error.span.file == "prog.rasp", error.format()
+            assert error.span.line == 2
+            if "in a loaded library" in error.message:
+                assert "  note: <stdlib>:" in error.notes[0]
+
+
+def test_a_function_of_a_loaded_file_fails_at_the_loaders_call(capsys, tmp_path,
+                                                              monkeypatch):
+    """Also through two files: the error is at the program's statement, with the line of
+    the library where it happened as a note."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "def width(s) {\n  return selector_width(s);\n}\n", "helper.rasp")
+    program = write(tmp_path, 'load "helper";\ny = width(tokens_int);\nz = indices;\n')
+    code, out, err = run_cli(capsys, "run", program, "--name", "y", "--input", "[1]")
+    assert code == 1
+    lines = err.splitlines()
+    assert lines[0].startswith(f"{program}:2:5: type error: Cannot apply and/or between "
+                               "selector and non-selector (at <stdlib>:")
+    assert lines[1].strip() == "y = width(tokens_int);"
+    assert lines[4].strip() == "plus_key0 = sel or key0;"
+
+
+@pytest.mark.parametrize("example", [[], ["--example", "hello"]])
+def test_a_failure_inside_a_user_function_names_the_skipped_statement(example, capsys,
+                                                                      tmp_path):
+    """The error stays in the function's body (the user's own line), and the note names
+    the statement that is skipped: the call."""
+    program = write(tmp_path, "def f(x) {\n  s = select(x, x, ==);\n"
+                    "  return aggregate(s, x) + select(x, x, ==);\n}\n"
+                    "y = f(tokens);\nz = indices + 1;\n")
+    code, out, err = run_cli(capsys, "run", program, "--input", "ab", *example)
+    assert (code, out) == (0, 'z("ab") = [1, 2] (ints)\n'), err
+    assert err.startswith(f"{program}:3:10: warning: ")
+    assert f"  note: the statement at {program}:5:1 (y = f(tokens);) is skipped" in err
+    code, out, err = run_cli(capsys, "run", program, "--input", "ab", "--name", "y")
+    assert code == 1
+    assert f"  note: the statement at {program}:5:1 (y = f(tokens);) fails" in err

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ast import Assign
-from ..errors import RaspError, Span, quote
+from ..errors import RaspError, Span, at_caller
 from ..evaluate import DEFAULT_MEMORY_LIMIT
 from ..graph import Node
 from ..parser import parse
@@ -85,8 +85,4 @@ def at_call_site(error: RaspError, binding: Span | None) -> RaspError:
     if (error.span is None or binding is None
             or Path(error.span.file).resolve() == Path(binding.file).resolve()):
         return error
-    library = error.span
-    error.message = f"{error.message} (at {library}, in a loaded library)"
-    error.notes = [f"  note: {library}:", *quote(library), *error.notes]
-    error.span = binding
-    return error
+    return at_caller(error, binding)
