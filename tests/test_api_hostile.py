@@ -198,26 +198,21 @@ def entries(program: rasp_sim.Program, model: rasp_sim.Model, model_file: str,
     return _entries(program, model, model_file, folder)
 
 
-def _property(entries: list[Entry], fifo: str, data: st.DataObject) -> None:
-    entry = data.draw(st.sampled_from(entries), label="entry")
-    argument = data.draw(st.sampled_from(sorted(entry.valid)), label="argument")
-    value = data.draw(_hostile_values(fifo), label="value")
-    _call_hostile(entry, argument, value)
+def _property_test(examples: int) -> Callable[..., None]:
+    """The property, checked on `examples` drawn calls: an entry point, one of its
+    arguments and a hostile value for it."""
+    @settings(max_examples=examples, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(data=st.data())
+    def test(entries: list[Entry], fifo: str, alarm: None, data: st.DataObject) -> None:
+        entry = data.draw(st.sampled_from(entries), label="entry")
+        argument = data.draw(st.sampled_from(sorted(entry.valid)), label="argument")
+        _call_hostile(entry, argument, data.draw(_hostile_values(fifo), label="value"))
+    return test
 
 
-@settings(max_examples=80, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_hostile_arguments_raise_only_rasp_errors(entries, fifo, alarm, data):
-    _property(entries, fifo, data)
-
-
-@pytest.mark.slow
-@settings(max_examples=3000, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_many_hostile_arguments_raise_only_rasp_errors(entries, fifo, alarm, data):
-    _property(entries, fifo, data)
+test_hostile_arguments_raise_only_rasp_errors = _property_test(80)
+test_many_hostile_arguments_raise_only_rasp_errors = pytest.mark.slow(_property_test(3000))
 
 
 @pytest.mark.slow
