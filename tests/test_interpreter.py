@@ -485,3 +485,12 @@ def test_unary_minus_on_a_selector_is_an_error() -> None:
 def test_sops_keep_the_dependencies_they_were_built_with() -> None:
     # Rebinding `a` later does not change `b`, built from the old `a` (6.14).
     assert sop("a = tokens_int; b = a + 1; a = tokens_str; x = b;", [1, 2]) == [2, 3]
+
+
+def test_the_documented_divergences_of_in_and_string_formatting() -> None:
+    """docs/language.md, "Divergences from the original": an atom is in a list only if an
+    element equals it (the original says True for any list holding an s-op), and `%` on a
+    string and an s-op formats each element (the original formats the s-op object)."""
+    assert value("x = 3 in [indices];") is False
+    assert value("x = 3 in [indices, 3];") is True
+    assert sop('x = "%s!" % tokens;', "ab") == ["a!", "b!"]
