@@ -162,8 +162,10 @@ def _hostile_values(fifo: str) -> st.SearchStrategy[Any]:
 
 
 def repr_short(value: Any) -> str:
-    """A test id: a huge number by its type, not its 300,000 digits."""
-    return type(value).__name__ if isinstance(value, (int, Fraction)) else repr(value)
+    """A test id: a huge number by its type, not its 300,000 digits; a bare object by its
+    type, not its address (pytest-xdist's workers must collect the same ids)."""
+    plain = isinstance(value, (int, Fraction)) or type(value) is object
+    return type(value).__name__ if plain else repr(value)
 
 
 class Hung(BaseException):
