@@ -4,11 +4,14 @@
                         [--seeds S ...] [--steps N] [--batch B] [--out DIR]
                         [--device cpu|gpu]
                         [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
+    rasp-sim experiment dyck1|khop|all --check-capacity [--budget ...] [--out DIR]
 
 One run goes straight through the trainer; several run one after another, or on Dask with
 --workers N (a local cluster) or --scheduler ADDRESS (an existing cluster). Writes
 DIR/<run>/result.json per run, DIR/summary.json, DIR/table.md and DIR/curves-<task>.png.
-JAX and optax (the train extra) are imported inside the handler.
+JAX and optax (the train extra) are imported inside the handler. --check-capacity trains
+nothing: it prints each attention-only machine's ceiling (rasp_sim/experiments/capacity)
+beside DIR/summary.json's results, with NumPy alone.
 """
 from __future__ import annotations
 
@@ -68,6 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="train nothing: print each setting's FLOPs per step, its CPU "
                              "time per step measured on a few steps here, and the budget's "
                              "estimated CPU hours")
+    parser.add_argument("--check-capacity", action="store_true",
+                        help="train nothing: embed an exact target of the task into each "
+                             "attention-only machine (S-A, R-A) of the budget and print its "
+                             "accuracy (the machine's ceiling) beside the results stored in "
+                             "--out, if any")
     add_json_option(parser, "print the summary as JSON")
     parser.set_defaults(handler=handle)
 
@@ -106,9 +114,12 @@ def _experiment(args: argparse.Namespace) -> int:
     from rasp_sim.experiments.results import markdown_table, summarise
     from rasp_sim.experiments.stopping import Interrupted, requested
 
+    backbones = tuple(args.backbones) if args.backbones else None
+    if args.check_capacity and backbones is None:
+        from rasp_sim.experiments.capacity.check import ATTENTION_ONLY
+        backbones = ATTENTION_ONLY
     try:
-        configs = plan(args.task, args.budget,
-                       tuple(args.backbones) if args.backbones else None,
+        configs = plan(args.task, args.budget, backbones,
                        tuple(args.seeds) if args.seeds else None)
     except ExperimentError as error:  # an unknown task or backbone name
         raise UsageError(error.message) from None
@@ -121,6 +132,8 @@ def _experiment(args: argparse.Namespace) -> int:
     default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
                    + (f"-batch{args.batch}" if args.batch else ""))
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
+    if args.check_capacity:
+        return _check_capacity(configs, out, args.json)
     if not args.dry_run:  # checked (and created) before any work; a dry run writes nothing
         out = _checked_out(out)
         check_outputs(configs, out, args.resume)
@@ -160,3 +173,29 @@ def _experiment(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"experiment error: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _check_capacity(configs: list, out: Path, as_json: bool) -> int:
+    """Each attention-only machine's ceiling (capacity/check.py) beside the training results
+    in `out`/summary.json, if there is one; writes nothing."""
+    from rasp_sim.bounded_read import UnreadableFile
+    from rasp_sim.experiments.capacity.check import check
+    from rasp_sim.experiments.capacity.report import ceiling_rows, markdown_ceilings
+    from rasp_sim.experiments.errors import ExperimentError
+    from rasp_sim.experiments.outputs import SUMMARY
+    from rasp_sim.experiments.plot import summary_rows
+
+    trained = []
+    if (out / SUMMARY).exists():
+        try:
+            trained = summary_rows(out / SUMMARY)
+        except UnreadableFile as error:
+            raise ExperimentError(f"--out: {out / SUMMARY} is unreadable ({error}); move it "
+                                  "away to check without the training results") from None
+    rows = ceiling_rows([check(config) for config in configs], trained)
+    if as_json:
+        print(json.dumps({"rows": rows}, indent=1))
+    else:
+        print(markdown_ceilings(rows), end="")
+        print(f"training results: {out / SUMMARY if trained else 'none found in ' + str(out)}")
+    return 0

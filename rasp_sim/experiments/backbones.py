@@ -136,15 +136,23 @@ def _mlp(width: int, layers: int, rng: np.random.Generator) -> MLPBlock:
                     np.zeros(width), activation="gelu", residual=True, norm=_unit_norm(width))
 
 
+def universal_machine(variant: str, sizes: Sizes, seed: int, dim: int | None = None) -> Transformer:
+    """The universal transformer a backbone freezes: the sparse one for S-*, else a random
+    one of the same m. `dim` is the input width its metadata records for `embed` (a trained
+    embedding of token and position rows is E for one-hot inputs of width vocab + seq_len);
+    no weight depends on it."""
+    shape = sizes.shape() if dim is None else replace(sizes.shape(), dim=dim)
+    sparse = build_sparse(shape)
+    return sparse if variant.startswith("S") else build_random(shape, seed=seed, m=sparse.width)
+
+
 def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: int) -> Backbone:
     """The `variant` backbone for `sizes`, with trainable embeddings drawn from `seed`."""
     if variant not in VARIANTS:
         raise ExperimentError(f"backbone: unknown backbone {variant!r}; "
                               f"known backbones: {', '.join(VARIANTS)}")
-    shape = sizes.shape()
-    sparse = build_sparse(shape)
-    m = sparse.width
-    ut = sparse if variant.startswith("S") else build_random(shape, seed=seed, m=m)
+    ut = universal_machine(variant, sizes, seed)
+    m = ut.width
     normed = variant not in ("S-A", "R-A")
     # Pre-softmax scores O(1) on a stream of unit-variance coordinates (what LayerNorm
     # gives): the random machine is built that way (gaussian.build_random: weights of
@@ -156,7 +164,7 @@ def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: i
     layers: list[Block] = []
     for block in ut.layers:
         assert isinstance(block, AttentionBlock)  # universal machines are attention-only
-        scale = sparse_scale if ut is sparse else block.scale
+        scale = sparse_scale if variant.startswith("S") else block.scale
         layers.append(replace(block, scale=scale, residual=normed,
                               norm=_unit_norm(m) if normed else None))
         if variant.endswith("M") or variant == "F":

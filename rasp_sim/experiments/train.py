@@ -31,7 +31,7 @@ from .config import RunConfig  # noqa: E402
 from . import stopping  # noqa: E402
 from .checkpoints import CHECKPOINT, read_checkpoint, restored_rng  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
-from .tasks import Batch, majority_accuracy, make_task  # noqa: E402
+from .tasks import Batch, grouped_accuracy, majority_accuracy, make_task  # noqa: E402
 
 EVAL_CHUNK = 250
 CURVE_EVAL_SIZE = 1000  # the curves use the first 1000 test samples; final results all
@@ -167,15 +167,8 @@ class Trainer:
             losses.append(np.asarray(loss))
             hits.append(np.asarray(hit))
         loss, hit = np.concatenate(losses)[:size], np.concatenate(hits)[:size]
-        counted = batch.weights.sum(axis=1)
-        labels = np.unique(batch.groups)
-        sizes = {str(int(g)): float(counted[batch.groups == g].sum()) for g in labels}
-        groups = {str(int(g)): float(hit[batch.groups == g].sum()) / sizes[str(int(g))]
-                  for g in labels}
-        # group_sizes (the counted positions per group) lets a summary pool groups.
-        return {"loss": float(loss.sum() / counted.sum()),
-                "accuracy": float(hit.sum() / counted.sum()), "accuracy_by_group": groups,
-                "group_sizes": sizes}
+        return {"loss": float(loss.sum() / batch.weights.sum()),
+                **grouped_accuracy(hit, batch)}
 
     # ------------------------------------------------------------ checkpoints
     def save_checkpoint(self, directory: Path) -> Path:

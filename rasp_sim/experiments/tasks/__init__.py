@@ -28,6 +28,19 @@ def majority_accuracy(batch: Batch) -> float:
     return float(np.unique(answers, return_counts=True)[1].max() / answers.size)
 
 
+def grouped_accuracy(hits: np.ndarray, batch: Batch) -> dict:
+    """Accuracy from `hits` (B,), each row's correct answers where the weights count, over
+    the batch and per group; group_sizes (the counted positions per group) lets a summary
+    pool groups."""
+    counted = batch.weights.sum(axis=1)
+    labels = np.unique(batch.groups)
+    sizes = {str(int(g)): float(counted[batch.groups == g].sum()) for g in labels}
+    groups = {str(int(g)): float(hits[batch.groups == g].sum()) / sizes[str(int(g))]
+              for g in labels}
+    return {"accuracy": float(hits.sum() / counted.sum()), "accuracy_by_group": groups,
+            "group_sizes": sizes}
+
+
 def make_task(name: str, **options):
     """The task called `name` ("dyck1" or "khop") with its generator options."""
     from .dyck import Dyck1
