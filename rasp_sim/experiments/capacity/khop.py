@@ -22,10 +22,13 @@ after the last q < p with the letter at p, so the answer at p is the letter at f
   together;
 - the path S...S also reads "position 0" at position 0, where it gives the blank.
 
-Null answers (no earlier occurrence to hop to) are not handled: an induction head would
-have to fall back to a fixed key (position 0) exactly when no letter matches, a threshold
-that its 2-D queries and keys cannot set for 3 or more letters (docs/universal.md); at a
-null position the head attends to some non-matching letter instead.
+Null answers (no earlier occurrence to hop to) are not handled. An induction head would
+have to fall back to a fixed key (position 0) exactly when no letter matches: seen from
+that key, each letter's keys would need a line through it with that letter alone on one
+side, and 4 directions in a plane cannot each be alone in a half-plane (the two gaps next
+to each would have to exceed 180 degrees, 8 gaps summing to 720 degrees); a head of query
+width 2 has no such key (docs/universal.md). At a null position the head attends to some
+non-matching letter instead.
 """
 from __future__ import annotations
 
