@@ -137,3 +137,11 @@ def test_cli_check_capacity_json_without_results(tmp_path, capsys):
     assert [row["variant"] for row in rows] == ["S-A", "R-A"]
     assert all(row["trained"] is None for row in rows)
     assert not (tmp_path / "none").exists()
+
+
+def test_cli_check_capacity_refuses_an_unreadable_summary(tmp_path, capsys):
+    (tmp_path / "summary.json").write_text(json.dumps({"rows": 3}))
+    assert main(["experiment", "khop", "--budget", "small", "--check-capacity",
+                 "--out", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert "summary.json is unreadable (not a summary" in error and "Traceback" not in error
