@@ -171,19 +171,20 @@ def test_the_browser_check_sees_a_broken_page(tmp_path: Path) -> None:
     assert _console_errors(log)
 
 
-def test_report_and_trace_write_to_standard_output(report, capsys):
+def test_report_and_trace_write_to_standard_output(report, capsysbinary):
     """`-o -`: the same page on standard output, nothing else printed there; trace's
     figure in the --format asked for (rasp_sim/cli/output_file.py)."""
     page, text = report
     model = str(page.parent / "reverse.npz")
-    capsys.readouterr()
+    capsysbinary.readouterr()
     assert main(["report", model, "--input", "abc", "-o", "-"]) == 0
     # matplotlib stamps each SVG with the time and draws random clip-path ids
     stamps = re.compile(r"<dc:date>[^<]*</dc:date>|\bp[0-9a-f]{10}\b")
-    assert stamps.sub("", capsys.readouterr().out) == stamps.sub("", text)
-    for format, start in (("png", "\x89PNG"), ("svg", "<?xml"), (None, "\x89PNG")):
+    written = capsysbinary.readouterr().out.decode("utf-8")
+    assert stamps.sub("", written) == stamps.sub("", text)
+    for format, start in (("png", b"\x89PNG"), ("svg", b"<?xml"), (None, b"\x89PNG")):
         options = ["--format", format] if format else []
         assert main(["trace", model, "--input", "abc", "-o", "-", *options]) == 0
-        assert capsys.readouterr().out.startswith(start)
+        assert capsysbinary.readouterr().out.startswith(start)
     assert main(["trace", model, "--input", "abc", "--format", "svg"]) == 2
-    assert "--format is for -o -" in capsys.readouterr().err
+    assert b"--format is for -o -" in capsysbinary.readouterr().err
