@@ -1,4 +1,4 @@
-"""DOT output of `rasp_sim.draw`, parsed back with a small Lark grammar for the subset of
+"""DOT output of `rasp_sim.pictures.draw`, parsed back with a small Lark grammar for the subset of
 the DOT language it emits (graphviz.org/doc/info/lang.html), and `render`'s file handling.
 pydot is not a dependency, so the grammar below is the well-formedness check."""
 from __future__ import annotations
@@ -10,11 +10,11 @@ import lark
 import numpy as np
 import pytest
 
-from rasp_sim import draw
-from rasp_sim import graph as G
-from rasp_sim.analyse import analyse
-from rasp_sim.draw_layout import layered_layout, title_text
-from rasp_sim.errors import RaspError
+from rasp_sim.pictures import draw
+from rasp_sim.core import graph as G
+from rasp_sim.language.analyse import analyse
+from rasp_sim.pictures.draw_layout import layered_layout, title_text
+from rasp_sim.base.errors import RaspError
 
 DOT_SUBSET = r"""
 start: "digraph" ID "{" stmt* "}"

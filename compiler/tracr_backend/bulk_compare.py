@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rasp_sim import graph as g
-from rasp_sim.evaluate import evaluate_defined
+from rasp_sim.core import graph as g
+from rasp_sim.evaluation.evaluate import evaluate_defined
 
 from ..forward import forward
 from ..weights import Transformer

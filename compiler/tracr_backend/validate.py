@@ -2,7 +2,7 @@
 
 On the declared input domain (every sequence over the vocabulary of length 1..max_len),
 in float64:
-- the rasp-sim interpreter (`rasp_sim.evaluate`) on the program,
+- the rasp-sim interpreter (`rasp_sim.evaluation.evaluate`) on the program,
 - the NumPy forward pass of the exported weights (runtime.py),
 - tracr's own haiku model (the module `AssembledTransformerModel.apply` runs, jitted and
   batched, inputs padded with tracr's PAD token under its input mask: driver.tracr_forward).
@@ -46,8 +46,8 @@ import numpy as np
 
 from tqdm import tqdm
 
-from rasp_sim import graph as g
-from rasp_sim.evaluate import evaluate_defined
+from rasp_sim.core import graph as g
+from rasp_sim.evaluation.evaluate import evaluate_defined
 
 from ..weights import Transformer
 from .runtime import NUMERIC_TOLERANCE, run_ids

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from rasp_sim import graph as g
+from rasp_sim.core import graph as g
 
 from ..weights import Transformer
 from .continuous import NumericDomain

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspResourceError
 
 from ..forward import forward
 from ..tracr_backend.runtime import NUMERIC_TOLERANCE, compile_info, decode, run_ids

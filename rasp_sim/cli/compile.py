@@ -10,10 +10,10 @@ import math
 import sys
 from typing import Any
 
-from ..dask_cluster import PROBE_SECONDS
-from ..errors import RaspError
-from ..graph import SOp
-from ..program_files import check_regular
+from ..base.dask_cluster import PROBE_SECONDS
+from ..base.errors import RaspError
+from ..core.graph import SOp
+from ..base.program_files import check_regular
 from . import EXIT_INTERRUPTED, UsageError
 from .json_text import json_text
 from .options import (

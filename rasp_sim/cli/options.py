@@ -166,9 +166,9 @@ def check_output(output: str, *inputs: str | None, stream_ok: bool = False) -> N
     """-o, before any work: it may not name one of the command's input files (writing it
     would destroy the input: UsageError, exit 2), and must be a path rasp-sim may replace,
     a regular file or nothing yet (a device, FIFO, socket or folder is refused, a link is
-    followed: rasp_sim.atomic_write.writable). `-` is standard output where the command
+    followed: rasp_sim.base.atomic_write.writable). `-` is standard output where the command
     can write there (`stream_ok`; rasp_sim/cli/output_file.py), else a UsageError."""
-    from ..atomic_write import writable
+    from ..base.atomic_write import writable
     from .output_file import is_standard_output
 
     if is_standard_output(output):
@@ -195,9 +195,9 @@ def checked_scheduler(address: str,
                       "'rasp-sim[train]'") -> str:
     """A Dask scheduler address, PROTOCOL://HOST:PORT or HOST:PORT (a bare word, a path
     or a scheduler file would be read as something else by Dask), that answers as a Dask
-    scheduler: checked before any work, within rasp_sim.dask_cluster.PROBE_SECONDS
+    scheduler: checked before any work, within rasp_sim.base.dask_cluster.PROBE_SECONDS
     (ClusterError otherwise, saying whether it is unreachable or not Dask)."""
-    from rasp_sim.dask_cluster import SCHEDULER_ADDRESS, probe_scheduler
+    from rasp_sim.base.dask_cluster import SCHEDULER_ADDRESS, probe_scheduler
 
     if not SCHEDULER_ADDRESS.fullmatch(address):
         raise UsageError(f"--scheduler {address!r}: expected a Dask scheduler address such "

@@ -5,14 +5,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ast import Assign
-from ..errors import RaspError, Span, at_caller
-from ..evaluate import DEFAULT_MEMORY_LIMIT
-from ..graph import Node
-from ..parser import parse
-from ..program import Program
-from ..program_files import read_program
-from ..repl_session import Session
+from ..language.ast import Assign
+from ..base.errors import RaspError, Span, at_caller
+from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT
+from ..core.graph import Node
+from ..language.parser import parse
+from ..language.program import Program
+from ..base.program_files import read_program
+from ..language.repl_session import Session
 
 
 def sandbox_folder(file: str | None, sandbox: bool) -> Path | None:
@@ -37,13 +37,13 @@ def run_statements(file: str, name: str | None, *, exact: bool = False,
                    memory_limit: int = DEFAULT_MEMORY_LIMIT,
                    command: str = "run") -> Program:
     """Run `file` for `rasp-sim COMMAND` (run, analyse, draw), going on past failing
-    statements (rasp_sim.run_session): lazily without `example`, as the original with
+    statements (rasp_sim.language.run_session): lazily without `example`, as the original with
     it. The failures are reported on stderr, and so is what the statements display
     (`show example`: stdout is the command's output); a RaspError (saying why) if the
     target `name` (None: the last name assigned) cannot be computed. `memory_limit`:
     --memory-limit, a share of which bounds the program's atom-level values
-    (rasp_sim.limits.AtomBudget)."""
-    from ..run_session import FaithfulSession, LazySession
+    (rasp_sim.base.limits.AtomBudget)."""
+    from ..language.run_session import FaithfulSession, LazySession
 
     options: dict[str, Any] = dict(exact=exact, strict=strict, errors=sys.stderr,
                                    output=sys.stderr, sandbox=sandbox_folder(file, sandbox),

@@ -8,9 +8,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import RaspError, Span
-from ..limits import ATOM_MEMORY_SHARE
-from ..program_files import check_regular
+from ..base.errors import RaspError, Span
+from ..base.limits import ATOM_MEMORY_SHARE
+from ..base.program_files import check_regular
 from . import UsageError
 from .inputs import BadInput, Entries, atoms, command_line_input, read_inputs_file
 from .output import Printer

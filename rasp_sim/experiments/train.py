@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from rasp_sim.atomic_write import replacing  # noqa: E402
+from rasp_sim.base.atomic_write import replacing  # noqa: E402
 from rasp_sim.compiler import forward  # noqa: E402
 from rasp_sim.compiler.weights import AttentionBlock, SparseMatrix, as_dense  # noqa: E402
 from .shortcuts import at_rows, attend_from, first_block_by_table, last_attention  # noqa: E402
