@@ -24,6 +24,7 @@ from .tracr_backend.runtime import (as_program_types, decode, is_numeric_input,
                                              numeric_features, token_ids)
 from .weights import AttentionBlock
 from ..base.errors import RaspNameError
+from ..base.renderers import renderer
 
 if TYPE_CHECKING:
     from .model import Model, Operation
@@ -101,13 +102,13 @@ class Trace:
     def plot(self) -> Any:
         """A matplotlib figure: the residual stream after every block and every attention
         pattern, as labelled heatmaps (rasp_sim/pictures/trace_plot.py)."""
-        from ..pictures.trace_plot import trace_figure
+        trace_figure = renderer("trace_plot", "trace_figure")
 
         return trace_figure(self)
 
     def _repr_svg_(self) -> str:
         """Jupyter's rendering: the `plot()` figure as SVG text."""
-        from ..pictures.trace_plot import trace_svg
+        trace_svg = renderer("trace_plot", "trace_svg")
 
         return trace_svg(self)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import api_arguments as arguments
-from .cli.options import positive, sample_count, seed_number
+from .base.counts import positive, sample_count, seed_number
 from .base.errors import CompileError, RaspError, RaspTypeError
 from .core.graph import SOp
 from .compiler.model import Model
@@ -165,7 +165,7 @@ def _driver() -> Any:
 def _at_binding(error: RaspError, program: Program, name: str) -> RaspError:
     """A refusal inside a library function, reported at the program's statement that
     binds `name` when the program is a file (as the CLI reports it)."""
-    from .cli.program import at_call_site, binding_span
+    from .language.call_sites import at_call_site, binding_span
 
     if not Path(program.source).is_file():
         return error

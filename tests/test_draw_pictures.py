@@ -13,7 +13,8 @@ from rasp_sim.language import library
 from rasp_sim.language.analyse import analyse
 from rasp_sim.cli.inputs import parse_input
 from rasp_sim.cli.program import load_program
-from rasp_sim.pictures.draw import DEFAULT_DPI, Drawing, drawing
+from rasp_sim.pictures.draw import DEFAULT_DPI, drawing
+from rasp_sim.pictures.drawing import Drawing
 from rasp_sim.pictures.draw_collapse import call_names
 from rasp_sim.pictures.draw_layout import Layout, box_size, layered_layout, text_size
 from rasp_sim.core.graph import ancestors
@@ -128,7 +129,7 @@ def test_a_selector_on_an_input_is_its_grid() -> None:
 
 
 def test_a_wide_row_folds_within_its_band() -> None:
-    from rasp_sim.pictures.draw import Edge
+    from rasp_sim.pictures.drawing import Edge
     from rasp_sim.pictures.draw_layout import MAX_WIDTH
 
     count = 60

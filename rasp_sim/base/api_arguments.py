@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from ..cli.options import MAX_SIZE
+from .counts import MAX_SIZE
 from .errors import RaspTypeError
 from .limits import MAX_COLLECTION_LENGTH, MAX_INT_BITS
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ..base.atomic_write import write_text
 from . import EXIT_INTERRUPTED, UsageError
-from .options import add_json_option, checked_scheduler, positive, seed_number
+from ..base.counts import positive, seed_number
+from .options import add_json_option, checked_scheduler
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(

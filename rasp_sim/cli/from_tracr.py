@@ -19,7 +19,8 @@ from typing import Any
 
 from ..base.errors import RaspError
 from . import UsageError
-from .options import positive, check_output
+from ..base.counts import positive
+from .options import check_output
 from .output_file import is_standard_output
 
 

@@ -5,13 +5,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..language.ast import Assign
-from ..base.errors import RaspError, Span, at_caller
+from ..base.errors import RaspError
 from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT
 from ..core.graph import Node
-from ..language.parser import parse
 from ..language.program import Program
-from ..base.program_files import read_program
 from ..language.repl_session import Session
 
 
@@ -65,24 +62,3 @@ def load_named_node(file: str, name: str | None, *, strict: bool = False,
     """Run `file` and return `name`'s s-op or selector (default: the last name the
     program assigned), for commands that only look at the graph."""
     return load_program(file, strict=strict, sandbox=sandbox).node(name)
-
-
-def binding_span(file: str, name: str) -> Span | None:
-    """The span of the last statement of `file` that binds `name`, or None."""
-    try:
-        program = parse(read_program(file), file)
-    except RaspError:
-        return None
-    bindings = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
-    return bindings[-1].span if bindings else None
-
-
-def at_call_site(error: RaspError, binding: Span | None) -> RaspError:
-    """An error located in a loaded file (the standard library, `programs/`) is reported
-    at `binding`, the user's statement that binds the evaluated name (the call that led
-    there; see `binding_span`), with the loaded file's line as a note: graph nodes built
-    inside a library function remember only the library's lines."""
-    if (error.span is None or binding is None
-            or Path(error.span.file).resolve() == Path(binding.file).resolve()):
-        return error
-    return at_caller(error, binding)

@@ -107,7 +107,8 @@ Columns = Callable[["Sequence[Any] | np.ndarray", int], Iterator[tuple[list[int]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from .program import at_call_site, binding_span, run_statements
+    from ..language.call_sites import at_call_site, binding_span
+    from .program import run_statements
 
     example = None
     if args.example is not None:

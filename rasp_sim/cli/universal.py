@@ -28,12 +28,13 @@ import numpy as np
 
 from ..base.atomic_write import replacing
 from ..base.errors import RaspError
+from ..base.counts import positive, seed_number
 from ..base.program_files import check_regular
 from . import UsageError
 from .json_text import json_text
 from .options import (
-    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, positive,
-    check_output, seed_number,
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
+    check_output,
 )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Sequence, Union, cast
 
 from ..base.errors import Span
+from ..base.renderers import renderer
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built: `rasp-sim run` never needs it
     import networkx as nx
@@ -78,7 +79,7 @@ class Node:
 
     def _repr_svg_(self) -> str:
         """Jupyter: the `rasp-sim draw` picture of this s-op or selector."""
-        from ..pictures.notebook import node_svg
+        node_svg = renderer("notebook", "node_svg")
 
         return node_svg(self)
 

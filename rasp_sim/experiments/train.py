@@ -31,7 +31,8 @@ from .config import RunConfig  # noqa: E402
 from . import stopping  # noqa: E402
 from .checkpoints import CHECKPOINT, read_checkpoint, restored_rng  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
-from .tasks import Batch, grouped_accuracy, majority_accuracy, make_task  # noqa: E402
+from .tasks import make_task  # noqa: E402
+from .tasks.batch import Batch, grouped_accuracy, majority_accuracy  # noqa: E402
 
 EVAL_CHUNK = 250
 CURVE_EVAL_SIZE = 1000  # the curves use the first 1000 test samples; final results all

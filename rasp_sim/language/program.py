@@ -16,6 +16,7 @@ import numpy as np
 from ..base import api_arguments as arguments
 from ..base.api_arguments import input_list
 from ..base.errors import RaspNameError, RaspTypeError
+from ..base.renderers import renderer
 from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch, evaluate_groups
 from ..core.graph import Node, Selector
 from .values import kind_name
@@ -87,7 +88,7 @@ class Program:
 
     def _repr_svg_(self) -> str:
         """Jupyter: the `rasp-sim draw` picture of the last name assigned."""
-        from ..pictures.notebook import node_svg
+        node_svg = renderer("notebook", "node_svg")
 
         return node_svg(self.node()[1])
 
@@ -164,6 +165,6 @@ class SelectorValue(list):
         self.tokens = tokens
 
     def _repr_svg_(self) -> str:
-        from ..pictures.notebook import selector_svg
+        selector_svg = renderer("notebook", "selector_svg")
 
         return selector_svg(self, self.tokens)

@@ -35,6 +35,7 @@ from ..core import graph
 from ..language.analyse import Analysis
 from ..base.atomic_write import replacing
 from .draw_collapse import Box, box_summary, boxes, members_of
+from .drawing import Drawing, Edge, Grid
 from .draw_formats import DEFAULT_DPI, check_suffix
 from .draw_labels import node_text, operation
 from ..base.errors import RaspError
@@ -70,44 +71,6 @@ def _in_edges(node: graph.Node) -> Iterator[tuple[graph.Node, str, bool]]:
     else:
         for child in node.children():
             yield child, "", False
-
-
-@dataclass(frozen=True)
-class Edge:
-    """An edge from an input (`tail`) to its user (`head`), as indices into the nodes."""
-
-    tail: int
-    head: int
-    label: str = ""  # "k"/"q" for a select's keys/queries, "v" for an aggregate's values
-    dashed: bool = False  # an aggregate's selector
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A selector's value on the example: `rows[q][k]` is whether query q selects key k;
-    `tokens` label both axes."""
-
-    rows: tuple[tuple[bool, ...], ...]
-    tokens: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Drawing:
-    """What is drawn, independent of the renderer: node i has `labels[i]`, `kinds[i]`
-    (input, selector, aggregate, map, or call: a folded library call), sits in layer
-    `layers[i]` (0 = inputs) and, for a selector drawn on an input, has `grids[i]`;
-    `titles[l]` names layer l."""
-
-    labels: tuple[str, ...]
-    kinds: tuple[str, ...]
-    layers: tuple[int, ...]
-    roots: frozenset[int]
-    edges: tuple[Edge, ...]
-    titles: tuple[str, ...]
-    grids: tuple[Grid | None, ...] = ()
-
-    def grid(self, node: int) -> Grid | None:
-        return self.grids[node] if self.grids else None
 
 
 def _kind(node: graph.Node) -> str:

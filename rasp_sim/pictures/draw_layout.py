@@ -28,7 +28,7 @@ import networkx as nx
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 
-from .draw import Drawing
+from .drawing import Drawing
 
 FONT_SIZE = 9.0  # points; at 100 dpi a line of text is 12.5 px high
 TITLE_SIZE = 8.0

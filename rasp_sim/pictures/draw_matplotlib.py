@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from .draw import Drawing, Grid
+from .drawing import Drawing, Grid
 from .draw_layout import (CELL, FONT_SIZE, GRID_LABEL, PAD, TITLE_SIZE, Layout, Rect,
                           layered_layout, title_text)
 

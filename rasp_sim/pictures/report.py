@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .draw import Drawing, Edge
+from .drawing import Drawing, Edge
 from ..compiler.model_files import ModelFiles
 from ..compiler.trace import Trace
 

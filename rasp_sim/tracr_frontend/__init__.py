@@ -13,7 +13,7 @@ import os
 from typing import Any, Collection
 
 from ..base import api_arguments as arguments
-from ..cli.options import positive
+from ..base.counts import positive
 from ..base.errors import RaspTypeError
 from ..compiler.model import Model
 from ..language.program import Program
