@@ -35,6 +35,7 @@ _TABLE: Table = {
     "Model": ("rasp_sim.compiler.model", "Model"),
     "Block": ("rasp_sim.compiler.model", "Block"),
     "Operation": ("rasp_sim.compiler.model", "Operation"),
+    "Trace": ("rasp_sim.compiler.trace", "Trace"),
     "RaspError": ("rasp_sim.base.errors", "RaspError"),
     "RaspSyntaxError": ("rasp_sim.base.errors", "RaspSyntaxError"),
     "RaspNameError": ("rasp_sim.base.errors", "RaspNameError"),

@@ -94,3 +94,12 @@ def test_a_circle_is_found():
                    ("rasp_sim.pictures.draw_layout", "rasp_sim.pictures.draw"),
                    ("rasp_sim.pictures.draw", "rasp_sim.core.graph"))
     assert circles(graph) == [["rasp_sim.pictures.draw", "rasp_sim.pictures.draw_layout"]]
+
+
+@pytest.mark.parametrize("name", ["parse", "load", "compile", "load_model", "Program", "Model",
+                                  "Trace", "RaspError"])
+def test_the_public_names_stay_at_the_top(name):
+    """Internal modules move freely; the public API keeps its names (issue 36)."""
+    import rasp_sim
+
+    assert name in rasp_sim.__all__ and getattr(rasp_sim, name) is not None
