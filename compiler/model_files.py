@@ -15,7 +15,7 @@ So `report` (source lines, the interpreter's reference output) and `universal ve
 - it holds at most MAX_PROGRAM_BYTES, and is UTF-8 text.
 
 The folder rule is checked on the name before anything is opened, and again on the file
-actually opened (rasp_sim/program_files.opened_path), so a link swapped in between cannot
+actually opened (rasp_sim/base/program_files.opened_path), so a link swapped in between cannot
 reach another file. A program is run from the text so read, with `load` confined to the
 same folders (the interpreter's `--sandbox`).
 """

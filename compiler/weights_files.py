@@ -8,7 +8,7 @@ declared uncompressed size against its .npy header; safetensors checks its offse
 itself), so a lying or truncated file fails before anything large is allocated.
 
 A weights file is opened without blocking and only if it is a regular file (a FIFO would
-block forever, a device such as /dev/zero never ends: rasp_sim/program_files.open_regular),
+block forever, a device such as /dev/zero never ends: rasp_sim/base/program_files.open_regular),
 and its size is checked on the open descriptor before any header is parsed: at most the
 memory limit its arrays are read under, plus `CONTAINER_BYTES` for the container's own
 headers (zip directories, .npy headers, the safetensors header).
