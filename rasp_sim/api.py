@@ -20,7 +20,7 @@ from .base import api_arguments as arguments
 from .base.counts import positive, sample_count, seed_number
 from .base.errors import CompileError, RaspError, RaspTypeError
 from .core.graph import SOp
-from .compiler.model import Model
+from .compiled.model import Model
 from .language.program import Program
 from .base.program_files import read_program
 from .language.repl_session import Session

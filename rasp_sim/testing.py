@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from .base import api_arguments as arguments
 from .base.errors import RaspTypeError
 from .base.limits import MAX_COLLECTION_LENGTH
-from .compiler.model import Model
+from .compiled.model import Model
 from .language.program import Program
 
 # Defaults of assert_matches: |got - want| <= atol + rtol * |want| (numpy.isclose's rule).

@@ -15,6 +15,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rasp_sim.tracr_frontend",),
     ("rasp_sim.api", "rasp_sim.testing", "rasp_sim.experiments"),
     ("rasp_sim.pictures",),
+    ("rasp_sim.compiled",),
     ("rasp_sim.compiler",),
     ("rasp_sim.language",),
     ("rasp_sim.evaluation",),

@@ -1,4 +1,4 @@
-"""The files a model may name (compiler/model_files.py): .rasp files in its own folder or
+"""The files a model may name (rasp_sim/compiled/model_files.py): .rasp files in its own folder or
 the bundled library, regular and bounded; anything else is refused by name with a reason,
 before it is opened where the name already says enough."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rasp_sim.base.errors import RaspError
-from rasp_sim.compiler.model_files import ModelFiles, Refused
+from rasp_sim.compiled.model_files import ModelFiles, Refused
 from rasp_sim.base.program_files import MAX_PROGRAM_BYTES
 
 

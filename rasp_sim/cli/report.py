@@ -11,8 +11,8 @@ from .output_file import is_standard_output, output_format, write_output
 from .trace import add_model_and_input
 
 if TYPE_CHECKING:
-    from ..compiler.model import Model
-    from ..compiler.model_files import ModelFiles
+    from ..compiled.model import Model
+    from ..compiled.model_files import ModelFiles
     from ..pictures.report import Reference
 
 
@@ -35,9 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _reference(model: "Model", sequence: Any, files: "ModelFiles") -> "Reference":
     """The interpreter's output on `sequence` for the program the compile record names,
     or a `Reference` saying why there is none: the program is not a file the model may
-    name (compiler/model_files.py: its own folder or the library), or it fails."""
+    name (rasp_sim/compiled/model_files.py: its own folder or the library), or it fails."""
     from ..base.errors import RaspError
-    from ..compiler.model_files import Refused
+    from ..compiled.model_files import Refused
     from ..pictures.report import Reference
 
     file, name = model.info.get("program"), model.info.get("name")
@@ -53,8 +53,8 @@ def _reference(model: "Model", sequence: Any, files: "ModelFiles") -> "Reference
 
 def run_report(args: argparse.Namespace) -> int:
     from ..base.errors import RaspError
-    from ..compiler.model import load_model
-    from ..compiler.model_files import ModelFiles
+    from ..compiled.model import load_model
+    from ..compiled.model_files import ModelFiles
     from ..pictures.report import report_html
     from .inputs import atoms, command_line_input
 

@@ -366,11 +366,11 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
     """The s-op to compare with, and a line saying which program ran: --program/--name,
     else the compile record's program file and name when the model may name that file
-    (compiler/model_files.py: a weights file is untrusted input, it never makes rasp-sim
+    (rasp_sim/compiled/model_files.py: a weights file is untrusted input, it never makes rasp-sim
     run a program outside the model's folder and the library); None if there is none."""
     from rasp_sim.compiler import compile_info
     from rasp_sim.core.graph import SOp
-    from rasp_sim.compiler.model_files import ModelFiles, Refused
+    from rasp_sim.compiled.model_files import ModelFiles, Refused
 
     from .compile import load_sop
 

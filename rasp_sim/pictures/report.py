@@ -1,11 +1,11 @@
 """One self-contained HTML page about a compiled model on one input (`rasp-sim report`).
 
-The page holds, from the `Trace` of the input (compiler/trace.py, the data of
+The page holds, from the `Trace` of the input (rasp_sim/compiled/trace.py, the data of
 `rasp-sim trace`):
 
 - the layer diagram: the embedding, every block and the readout, each block labelled with
   the RASP operations it computes and their source lines (the compile record; a line is
-  quoted only from a file the model may name, compiler/model_files.py, and otherwise the
+  quoted only from a file the model may name, rasp_sim/compiled/model_files.py, and otherwise the
   label says why not), painted by `draw_matplotlib` (so its boxes never overlap) as inline
   SVG;
 - the residual stream after the embedding and after every block, as a heatmap (positions
@@ -30,8 +30,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .drawing import Drawing, Edge
-from ..compiler.model_files import ModelFiles
-from ..compiler.trace import Trace
+from ..compiled.model_files import ModelFiles
+from ..compiled.trace import Trace
 
 _DPI = 100
 _CMAP_STREAM, _CMAP_PATTERN, _CMAP_MLP = "RdBu_r", "Blues", "viridis"
@@ -189,7 +189,7 @@ def unshown_sources(files: ModelFiles) -> str:
 def report_html(model: Any, trace: Trace, reference: Reference, title: str,
                 files: ModelFiles) -> str:
     """The whole page (see the module docstring); `files`: the files the model may name
-    (compiler/model_files.py), for its source lines."""
+    (rasp_sim/compiled/model_files.py), for its source lines."""
     from .draw_matplotlib import figure_of
 
     info = model.info

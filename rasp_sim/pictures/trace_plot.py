@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..compiler.trace import Trace
+from ..compiled.trace import Trace
 
 _HEADS_PER_ROW = 4
 _CMAP_STREAM, _CMAP_PATTERN = "RdBu_r", "Blues"

@@ -15,7 +15,7 @@ from typing import Any, Collection
 from ..base import api_arguments as arguments
 from ..base.counts import positive
 from ..base.errors import RaspTypeError
-from ..compiler.model import Model
+from ..compiled.model import Model
 from ..language.program import Program
 from .columns import MAX_COLUMN_VALUES, ConversionError
 from .translate import Translation, translate

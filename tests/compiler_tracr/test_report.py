@@ -74,7 +74,7 @@ class _Figures(HTMLParser):
 
 
 def test_the_page_holds_every_figure_of_the_trace(report: tuple[Path, str]) -> None:
-    from rasp_sim.compiler.model import load_model
+    from rasp_sim.compiled.model import load_model
 
     _, html = report
     parsed = _Figures()

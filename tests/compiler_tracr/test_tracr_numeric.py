@@ -24,7 +24,7 @@ from lib_refs import attention_ref, encoder_ref, layout, mha_ref, softmax_rows  
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.tracr_backend.continuous import NumericDomain  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import run_weights  # noqa: E402
-from rasp_sim.compiler.model import Model  # noqa: E402
+from rasp_sim.compiled.model import Model  # noqa: E402
 from rasp_sim.testing import assert_matches, concat, matrix  # noqa: E402
 
 TOLERANCE = 1e-9

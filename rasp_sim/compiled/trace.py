@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..base.api_arguments import integer, text
-from .forward import (apply_block, block_input, embed_features, embed_tokens,
+from ..compiler.forward import (apply_block, block_input, embed_features, embed_tokens,
                                head_pattern, mlp_hidden, readout)
-from .tracr_backend.runtime import (as_program_types, decode, is_numeric_input,
+from ..compiler.tracr_backend.runtime import (as_program_types, decode, is_numeric_input,
                                              numeric_features, token_ids)
-from .weights import AttentionBlock
+from ..compiler.weights import AttentionBlock
 from ..base.errors import RaspNameError
 from ..base.renderers import renderer
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from . import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
-                       run_weights, save_weights)
+from ..compiler import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
+                        run_weights, save_weights)
 from ..base import api_arguments as arguments
 from ..base.api_arguments import input_list, one_input
 from ..base.errors import RaspError
@@ -102,7 +102,7 @@ class Model:
         """The model's computation on one input (a str's characters, or a list of tokens
         or numbers): the residual stream after the embedding and after every block, each
         head's attention pattern, each MLP's hidden activations, the logits and the
-        decoded output, labelled with the blocks' RASP operations (compiler/trace.py)."""
+        decoded output, labelled with the blocks' RASP operations (rasp_sim/compiled/trace.py)."""
         from .trace import trace
 
         return trace(self, one_input("trace", sequence))
@@ -124,7 +124,7 @@ class Model:
         _require_interp("to_torch", "torch")
         arguments.torch_dtype("to_torch", dtype)
         arguments.torch_device("to_torch", device)
-        from .torch_loader import load_torch
+        from ..compiler.torch_loader import load_torch
 
         return load_torch(self.weights, dtype, device)
 
@@ -140,7 +140,7 @@ class Model:
         arguments.torch_device("to_transformer_lens", device)
         import torch
 
-        from .transformer_lens_export import to_transformer_lens
+        from ..compiler.transformer_lens_export import to_transformer_lens
 
         return to_transformer_lens(self.weights, dtype or torch.float64, device)
 
