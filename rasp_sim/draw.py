@@ -36,9 +36,8 @@ from .analyse import Analysis
 from .atomic_write import replacing
 from .draw_collapse import Box, box_summary, boxes, members_of
 from .draw_formats import DEFAULT_DPI, check_suffix
-from .draw_labels import node_text, operation
+from .draw_labels import node_text, operation, shown
 from .errors import RaspError
-from .text import short_repr
 
 _VALUE_CHARS = 40  # example values longer than this are cut, to keep nodes readable
 GRID_LIMIT = 24  # a selector on a longer input is described, not drawn cell by cell
@@ -125,7 +124,7 @@ def _grid(value: Any, example: Sequence[Any]) -> Grid | None:
     if not isinstance(rows, list) or not 0 < len(rows) <= GRID_LIMIT:
         return None
     return Grid(tuple(tuple(bool(c) for c in row) for row in rows),
-                tuple(short_repr(t, 4) if not isinstance(t, str) else t[:4] for t in example))
+                tuple(shown(t, 4) if not isinstance(t, str) else t[:4] for t in example))
 
 
 def _value_line(node: graph.Node, value: Any, grid: Grid | None) -> str:
@@ -134,7 +133,7 @@ def _value_line(node: graph.Node, value: Any, grid: Grid | None) -> str:
             return ""
         rows = value.tolist() if hasattr(value, "tolist") else value
         return f"{len(rows)} x {len(rows)} selector" if isinstance(rows, list) else ""
-    return short_repr(value, _VALUE_CHARS)
+    return shown(value, _VALUE_CHARS)
 
 
 def _box_label(box: Box, depth: Mapping[graph.Node, int],
