@@ -28,12 +28,13 @@ from .language.repl_session import Session
 
 def parse(text: str, *, file: str | None = None, exact: bool = False,
           strict: bool = False, sandbox: str | os.PathLike | None = None) -> Program:
-    """Run the RASP program `text` (named `file` in messages, default "<string>").
+    """Run the RASP program `text` (named `file` in messages, default `"<string>"`).
 
     `exact` computes with Fractions (float literals are the decimals they spell);
     `strict` disables every extension (docs/language.md); `sandbox`, a folder, confines
     `load` to the `.rasp` files in it and the bundled library. What the program's
-    statements display (e.g. a bare expression) is printed, as `rasp-sim run` prints it."""
+    statements display (`draw` and `show example`; a bare expression displays nothing
+    outside the REPL) is printed, as `rasp-sim run` prints it."""
     text = arguments.text("parse", text, "text")
     file = arguments.optional_text("parse", file, "file")
     session = Session(exact=arguments.flag("parse", exact, "exact"),

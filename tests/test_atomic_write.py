@@ -309,3 +309,24 @@ def test_the_command_says_the_output_was_written_when_ctrl_c_came_at_the_rename(
     assert main(["draw", str(program), "-o", str(output)]) == EXIT_INTERRUPTED
     assert f"interrupted: {output} was written whole" in capsys.readouterr().err
     assert output.read_text().startswith("<?xml")
+
+
+def test_an_output_in_a_folder_that_cannot_take_it_is_refused_before_any_work(
+        tmp_path, capsys):
+    """A missing folder, or a file where the folder should be: refused by name before
+    the command works (trace and draw ended in an internal error after their work)."""
+    from rasp_sim.cli import main
+
+    program = tmp_path / "p.rasp"
+    program.write_text("r = aggregate(select(indices, length - indices - 1, ==), tokens);")
+    for folder, why in ((tmp_path / "missing", "does not exist"),
+                        (program, "is not a folder")):
+        for argv in (["draw", str(program), "-o", str(folder / "p.svg")],
+                     ["compile", str(program), "--vocab", "a,b", "--max-len", "3",
+                      "-o", str(folder / "p.npz")]):
+            assert main(argv) == 1
+            err = capsys.readouterr().err
+            assert f"cannot write: {folder / argv[-1].rsplit('/', 1)[-1]}: the folder " \
+                   f"{folder} {why}" in err, err
+            assert "validated" not in err and "internal error" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.rasp"]

@@ -51,3 +51,14 @@ def test_model_files_are_never_written_to_standard_output(tmp_path, argv):
     assert done.returncode == 2, done.stderr
     assert b"-o -: this command writes a model file" in done.stderr
     assert done.stdout == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["p.rasp"]
+
+
+def test_an_empty_output_name_is_a_usage_error(tmp_path):
+    """`-o ''` made compile write its default NAME.npz, and draw name the current
+    folder as the output."""
+    (tmp_path / "p.rasp").write_text(PROGRAM)
+    for argv in (["draw", "p.rasp"], ["compile", "p.rasp", "--vocab", "a", "--max-len", "2"]):
+        done = rasp_sim(*argv, "-o", "", cwd=tmp_path)
+        assert done.returncode == 2
+        assert b"-o '': the output needs a file name" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.rasp"]

@@ -233,13 +233,19 @@ def torch_device(function: str, value: Any) -> Any:
         raise RaspTypeError(f"{function}: device must be 'cpu', 'cuda', 'cuda:N' or 'mps' "
                             f"(a str or torch.device), not {shown(value)}")
     kind, index = match.group(1), int(match.group(2) or 0)
-    if kind != "cpu" and index >= _device_count(kind):
+    count = None if kind == "cpu" else _device_count(kind)
+    if count is not None and index >= count:
         raise RaspTypeError(f"{function}: device {name!r}: this machine has no such device")
     return value
 
 
-def _device_count(kind: str) -> int:
-    import torch
+def _device_count(kind: str) -> int | None:
+    """How many `kind` devices torch sees; None without torch (the caller then says that
+    torch is needed)."""
+    try:
+        import torch
+    except ImportError:
+        return None
 
     if kind == "cuda":
         return torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -169,7 +169,8 @@ def writable(path: str | os.PathLike) -> Path:
     target = Path(os.path.realpath(path))
     try:
         mode = os.stat(target).st_mode
-    except OSError:  # nothing there yet (or unreachable: the write itself will say why)
+    except OSError:  # nothing there yet: its folder must take a new file
+        _check_folder(path, target.parent)
         return target
     for test, kind in _KINDS:
         if test(mode):
@@ -177,6 +178,16 @@ def writable(path: str | os.PathLike) -> Path:
             raise OutputRefused(f"{shown} is {kind}, not a regular file: rasp-sim replaces "
                                 "only regular files; choose another output path")
     return target
+
+
+def _check_folder(path: str | os.PathLike, folder: Path) -> None:
+    """OutputRefused unless `folder` is a folder this process may create files in (the
+    write's temporary file goes there too)."""
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise OutputRefused(f"{path}: the folder {folder} {what}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputRefused(f"{path}: the folder {folder} is not writable")
 
 
 @contextmanager

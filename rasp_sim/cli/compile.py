@@ -242,7 +242,7 @@ def run_compile(args: argparse.Namespace) -> int:
                          "sampled: --samples)")
     driver = _backend()
     name, root = named_sop(args.file, args.name, args.sandbox)
-    output = args.output or f"{name}.npz"
+    output = f"{name}.npz" if args.output is None else args.output
     check_output(output, args.file)
     numeric = None
     if args.numeric_tokens:

@@ -144,6 +144,8 @@ def check_output(output: str, *inputs: str | None, stream_ok: bool = False) -> N
     from ..base.atomic_write import writable
     from .output_file import is_standard_output
 
+    if not output:
+        raise UsageError("-o '': the output needs a file name")
     if is_standard_output(output):
         if not stream_ok:
             raise UsageError("-o -: this command writes a model file, whose format follows "

@@ -121,9 +121,9 @@ class Model:
         float64 parameters unless `dtype` (e.g. torch.float32) says otherwise; token ids
         in, or float features of at least the module's precision (docs/transformer_lens.md).
         Needs torch (`pip install "rasp-sim[interp]"`)."""
-        _require_interp("to_torch", "torch")
         arguments.torch_dtype("to_torch", dtype)
         arguments.torch_device("to_torch", device)
+        _require_interp("to_torch", "torch")
         from ..compiler.torch_loader import load_torch
 
         return load_torch(self.weights, dtype, device)
@@ -135,9 +135,9 @@ class Model:
         "mlp")), `.input(inputs)` and `.run(inputs)` (docs/transformer_lens.md). Raises
         an ExportError (a CompileError) for what TransformerLens cannot compute exactly.
         Needs the `interp` extra (torch, transformer-lens)."""
-        _require_interp("to_transformer_lens", "torch", "transformer_lens")
         arguments.torch_dtype("to_transformer_lens", dtype)
         arguments.torch_device("to_transformer_lens", device)
+        _require_interp("to_transformer_lens", "torch", "transformer_lens")
         import torch
 
         from ..compiler.transformer_lens_export import to_transformer_lens

@@ -100,8 +100,9 @@ class Trace:
         return [_one_hot_value(row, values) for row in stream[:, columns]]
 
     def plot(self) -> Any:
-        """A matplotlib figure: the residual stream after every block and every attention
-        pattern, as labelled heatmaps (rasp_sim/pictures/trace_plot.py)."""
+        """A matplotlib figure: the residual stream after the last block and every
+        attention pattern, as labelled heatmaps (rasp_sim/pictures/trace_plot.py). Jupyter
+        shows it as a PNG when it is a cell's result, without pyplot or `%matplotlib`."""
         trace_figure = renderer("trace_plot", "trace_figure")
 
         return trace_figure(self)

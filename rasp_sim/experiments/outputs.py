@@ -49,6 +49,8 @@ def _run_problems(config: RunConfig, folder: Path, resume: bool) -> list[str]:
     problem = _folder_problem(folder)
     if problem:
         return [problem]
+    if not folder.is_dir():  # created when the run writes: nothing in it to check yet
+        return []
     problems = [problem for problem in map(_file_problem, (folder / RESULT, folder / CHECKPOINT))
                 if problem]
     if resume and not problems:

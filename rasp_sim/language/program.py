@@ -9,6 +9,7 @@ without a leading underscore are the public API (docs/python.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -20,6 +21,8 @@ from ..base.renderers import renderer
 from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch, evaluate_groups
 from ..core.graph import Node, Selector
 from .values import kind_name
+
+_REPR_NAMES = 5  # a Program's repr lists its last few names
 
 if TYPE_CHECKING:  # analyse imports networkx: loaded when a program is analysed, not run
     from .analyse import Analysis
@@ -86,11 +89,23 @@ class Program:
 
         return analyse(self.node(name)[1])
 
+    def __repr__(self) -> str:
+        # Short on purpose: `values` holds the whole scope, the library's bodies included,
+        # and a dataclass repr of it floods tracebacks and pytest's failure reports.
+        names = self.names
+        shown = ", ".join(names[-_REPR_NAMES:])
+        more = "..., " if len(names) > _REPR_NAMES else ""
+        return (f"<Program of {len(names)} name{'s' if len(names) != 1 else ''} from "
+                f"{Path(self.source).name}: {more}{shown}>")
+
     def _repr_svg_(self) -> str:
-        """Jupyter: the `rasp-sim draw` picture of the last name assigned."""
+        """Jupyter: the `rasp-sim draw` picture of the last name assigned, each library
+        call folded into one box named by the call, as `rasp-sim draw FILE` draws it."""
+        call_names = renderer("draw_collapse", "call_names")
         node_svg = renderer("notebook", "node_svg")
 
-        return node_svg(self.node()[1])
+        return node_svg(self.node()[1], user_file=self.source,
+                        call_names=call_names(self.source, self.values))
 
     def node(self, name: str | None = None) -> tuple[str, Node]:
         """`name`'s s-op or selector (default: the last name the program assigned)."""

@@ -37,9 +37,8 @@ from ..base.atomic_write import replacing
 from .draw_collapse import Box, box_summary, boxes, members_of
 from .drawing import Drawing, Edge, Grid
 from .draw_formats import DEFAULT_DPI, check_suffix
-from .draw_labels import node_text, operation
+from .draw_labels import node_text, operation, shown
 from ..base.errors import RaspError
-from ..base.text import short_repr
 
 _VALUE_CHARS = 40  # example values longer than this are cut, to keep nodes readable
 GRID_LIMIT = 24  # a selector on a longer input is described, not drawn cell by cell
@@ -88,7 +87,7 @@ def _grid(value: Any, example: Sequence[Any]) -> Grid | None:
     if not isinstance(rows, list) or not 0 < len(rows) <= GRID_LIMIT:
         return None
     return Grid(tuple(tuple(bool(c) for c in row) for row in rows),
-                tuple(short_repr(t, 4) if not isinstance(t, str) else t[:4] for t in example))
+                tuple(shown(t, 4) if not isinstance(t, str) else t[:4] for t in example))
 
 
 def _value_line(node: graph.Node, value: Any, grid: Grid | None) -> str:
@@ -97,7 +96,7 @@ def _value_line(node: graph.Node, value: Any, grid: Grid | None) -> str:
             return ""
         rows = value.tolist() if hasattr(value, "tolist") else value
         return f"{len(rows)} x {len(rows)} selector" if isinstance(rows, list) else ""
-    return short_repr(value, _VALUE_CHARS)
+    return shown(value, _VALUE_CHARS)
 
 
 def _box_label(box: Box, depth: Mapping[graph.Node, int],

@@ -9,16 +9,38 @@ comes from). So `opp_index = length - indices - 1` is two boxes, `length - indic
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Callable
+from typing import Any, Callable
 
 from ..core import graph
 from ..language.analyse import node_label
 from ..base.text import short_repr
 
 _OPERAND_CHARS = 16  # a constant longer than this (a lookup table) is cut
+_FLOAT_DIGITS = 4  # significant digits of a float in a label (computation keeps them all)
 _INFIX = {"+", "-", "*", "/", "%", "^", "==", "!=", "<", ">", "<=", ">=", "and", "or"}
 _PREFIX = {"neg": "-", "pos": "+", "not": "not "}
 _SELECTOR_WORDS: dict[type, str] = {graph.SelectorAnd: "and", graph.SelectorOr: "or"}
+
+
+def shown(value: Any, limit: int) -> str:
+    """`value` as a label writes it: at most `limit` characters, floats rounded to
+    _FLOAT_DIGITS significant digits (`2.609`, not `2.6088593650139136`)."""
+    return short_repr(_rounded(value, limit), limit)
+
+
+def _rounded(value: Any, items: int) -> Any:
+    """`value` with its floats rounded, NumPy values as Python's; a container keeps its
+    first `items` elements (each takes a character or more, so the label is cut there
+    anyway, and a column may have millions)."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float):
+        return float(f"{value:.{_FLOAT_DIGITS}g}")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_rounded(v, items) for v in value[:items])
+    if isinstance(value, dict):
+        return {k: _rounded(v, items) for k, v in list(value.items())[:items]}
+    return value
 
 
 def operand(node: graph.Node) -> str:
@@ -26,7 +48,7 @@ def operand(node: graph.Node) -> str:
     if isinstance(node, graph.Full):
         if isinstance(node.value, Fraction):  # exact mode's constants, as written: 1/10
             return str(node.value)
-        return short_repr(node.value, _OPERAND_CHARS)
+        return shown(node.value, _OPERAND_CHARS)
     if node.name or isinstance(node, (graph.Tokens, graph.Indices)):
         return node_label(node)
     return "·"
@@ -43,9 +65,9 @@ def operation(node: graph.Node, name_of: Callable[[graph.Node], str] = operand) 
         if node.op == "where":
             return f"{args[1]} if {args[0]} else {args[2]}"
         if node.op == "lookup":
-            return f"{short_repr(node.params[0], _OPERAND_CHARS)}[{args[0]}]"
+            return f"{shown(node.params[0], _OPERAND_CHARS)}[{args[0]}]"
         if node.op == "member":
-            return f"{args[0]} in {short_repr(node.params[0], _OPERAND_CHARS)}"
+            return f"{args[0]} in {shown(node.params[0], _OPERAND_CHARS)}"
         if node.op == "assert":
             return f"assert({args[0]})"
         return f"{node.op}({', '.join(args)})"
@@ -53,7 +75,7 @@ def operation(node: graph.Node, name_of: Callable[[graph.Node], str] = operand) 
         return f"select({name_of(node.keys)}, {name_of(node.queries)}, {node.op})"
     if isinstance(node, graph.Aggregate):
         word = "aggregate" if node.reduction == "mean" else f"aggregate {node.reduction}"
-        default = "" if node.default == 0 else f", {short_repr(node.default, _OPERAND_CHARS)}"
+        default = "" if node.default == 0 else f", {shown(node.default, _OPERAND_CHARS)}"
         return f"{word}({name_of(node.selector)}, {name_of(node.values)}{default})"
     if type(node) in _SELECTOR_WORDS:
         left, right = node.children()

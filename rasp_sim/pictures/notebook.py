@@ -1,13 +1,20 @@
 """Jupyter renderings: an s-op's graph (the `rasp-sim draw` picture) and a selector's value
-as a query x key grid, both as SVG text (IPython's `_repr_svg_` protocol)."""
+as a query x key grid, both as SVG text (IPython's `_repr_svg_` protocol).
+
+The graph folds each library call into one box, as `rasp-sim draw` does (draw_collapse.py):
+a `Program` knows its file; a bare s-op is taken to be written in the file nearest to it
+that is not the bundled library.
+"""
 from __future__ import annotations
 
+import importlib.resources
 import tempfile
 from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..core import graph
+from ..compiled.model_files import STDLIB
 
 # Grid geometry, in SVG user units (px): one cell per (query, key), labels around it.
 _CELL = 22
@@ -16,16 +23,40 @@ _SELECTED = "#3d6fb6"
 _EMPTY = "#ffffff"
 
 
-def node_svg(node: graph.Node, values: Mapping[graph.Node, Any] | None = None) -> str:
-    """The `rasp-sim draw` picture of `node` as SVG text (Graphviz when installed, else
-    matplotlib, as the CLI draws)."""
+_LIBRARY_ONLY = "<library only>"  # no node is built here: every library call folds
+
+
+def node_svg(node: graph.Node, values: Mapping[graph.Node, Any] | None = None, *,
+             user_file: str | None = None,
+             call_names: Mapping[graph.Node, str] | None = None) -> str:
+    """The `rasp-sim draw` picture of `node` as SVG text, library calls folded as the
+    CLI folds them: the nodes built outside `user_file` (default: the file nearest to
+    `node` that is not the bundled library), one box per call, named by `call_names`."""
     from ..language.analyse import analyse
     from .draw import drawing, render
 
+    analysis = analyse(node)
+    picture = drawing(analysis, values, user_file=user_file or _user_file(node, analysis),
+                      call_names=call_names)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "graph.svg"
-        render(drawing(analyse(node), values), path)
+        render(picture, path)
         return path.read_text()
+
+
+def _user_file(root: graph.Node, analysis: Any) -> str:
+    """The file of `root`, or else of the node nearest to it (graph order runs from the
+    inputs), that is not the bundled library's."""
+    for node in [root, *reversed(list(analysis.graph.nodes))]:
+        if node.span is not None and not _is_bundled(node.span.file):
+            return node.span.file
+    return _LIBRARY_ONLY
+
+
+def _is_bundled(file: str) -> bool:
+    """Whether `file` is the standard library or a file of rasp_sim/programs."""
+    library = Path(str(importlib.resources.files("rasp_sim.programs"))).resolve()
+    return file == STDLIB or Path(file).resolve().is_relative_to(library)
 
 
 def selector_svg(rows: Sequence[Sequence[bool]], tokens: Sequence[Any]) -> str:

@@ -22,7 +22,6 @@ import base64
 import io
 from dataclasses import dataclass
 from html import escape
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -32,6 +31,7 @@ from matplotlib.figure import Figure
 from .drawing import Drawing, Edge
 from ..compiled.model_files import ModelFiles
 from ..compiled.trace import Trace
+from .trace_plot import capped_width, label_columns, short_at
 
 _DPI = 100
 _CMAP_STREAM, _CMAP_PATTERN, _CMAP_MLP = "RdBu_r", "Blues", "viridis"
@@ -58,11 +58,6 @@ class Reference:
     note: str = ""
 
 
-def _short_at(at: str) -> str:
-    """`at` with the folders dropped: `classic.rasp:10:38`."""
-    return at if at.startswith("<") else Path(at).name
-
-
 def block_label(index: int, kind: str, operations: Sequence[Any], files: ModelFiles) -> str:
     """`block 0: attention`, then per operation its name, location and source line (or
     why the line is not shown)."""
@@ -70,7 +65,7 @@ def block_label(index: int, kind: str, operations: Sequence[Any], files: ModelFi
     for operation in operations:
         lines.append(operation.op)
         if operation.at:
-            lines.append(f"{_short_at(operation.at)}  {_quoted(files, operation.at)}".rstrip())
+            lines.append(f"{short_at(operation.at)}  {_quoted(files, operation.at)}".rstrip())
     return "\n".join(lines)
 
 
@@ -120,7 +115,7 @@ def _png(figure: Figure) -> str:
 def heatmap(values: np.ndarray, columns: Sequence[str], rows: Sequence[str], *,
             cmap: str, symmetric: bool, xlabel: str, ylabel: str) -> str:
     """A labelled heatmap as a PNG data URI; the colour bar gives the scale."""
-    width = min(28.0, max(3.5, 0.16 * len(columns) + 2.0))
+    width = capped_width(len(columns), 3.5)
     height = min(20.0, max(3.0, 0.2 * len(rows) + 2.4))  # room for rotated labels
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
@@ -129,9 +124,9 @@ def heatmap(values: np.ndarray, columns: Sequence[str], rows: Sequence[str], *,
     image = axes.imshow(values, cmap=cmap, aspect="auto", interpolation="nearest",
                         vmin=-bound if symmetric else min(0.0, float(values.min(initial=0))),
                         vmax=bound)
-    axes.set_xticks(range(len(columns)), list(columns), rotation=90, fontsize=6)
+    labelled = label_columns(axes, columns, width)
     axes.set_yticks(range(len(rows)), list(rows), fontsize=7)
-    axes.set_xlabel(xlabel, fontsize=8)
+    axes.set_xlabel(f"{xlabel} ({labelled})" if labelled else xlabel, fontsize=8)
     axes.set_ylabel(ylabel, fontsize=8)
     figure.colorbar(image, ax=axes, fraction=0.03)
     return _png(figure)
@@ -221,7 +216,7 @@ def report_html(model: Any, trace: Trace, reference: Reference, title: str,
         stream(trace.residuals[0].values, "residual stream after the embedding"),
     ]
     for block, residual in zip(model.layers, trace.residuals[1:]):
-        ops = "; ".join(op.op + (f" at {_short_at(op.at)}" if op.at else "")
+        ops = "; ".join(op.op + (f" at {short_at(op.at)}" if op.at else "")
                         for op in block.operations)
         parts.append(f"<h3>block {block.index} ({block.kind}): {escape(ops)}</h3>")
         for head in heads.get(block.index, []):
