@@ -1,8 +1,9 @@
 """The value rules of RASP on single atoms: the one source of truth (docs/language.md).
 
-The interpreter uses them for atom arithmetic; `rasp_sim.core.atom_functions` makes them the
-per-position function of every map op, which the vectorised evaluator (`rasp_sim.evaluation.evaluate`)
-must agree with element by element (property-tested) and the compiler uses as is.
+The interpreter uses them for atom arithmetic; `rasp_sim.core.atom_functions` makes them
+the per-position function of every map op, which the vectorised evaluator
+(`rasp_sim.evaluation.evaluate`) must agree with element by element (property-tested) and
+the compiler uses as is.
 
 Public API:
 
