@@ -318,6 +318,8 @@ def test_missing_file(tmp_path, suffix):
         load(tmp_path / f"nothing{suffix}")
 
 
-def test_unwritable_safetensors_path_is_an_os_error(tmp_path):
-    with pytest.raises(OSError):
+def test_a_safetensors_path_in_a_missing_folder_is_refused_by_name(tmp_path):
+    from rasp_sim.errors import OutputRefused
+
+    with pytest.raises(OutputRefused, match="the folder .*missing does not exist"):
         save(full_model(), tmp_path / "missing" / "m.safetensors")
