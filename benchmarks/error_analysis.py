@@ -29,9 +29,9 @@ from typing import Callable
 
 import numpy as np
 
-from rasp_sim import library
-from rasp_sim.atomic_write import replacing, write_text
-from rasp_sim.evaluate import evaluate
+from rasp_sim.language import library
+from rasp_sim.base.atomic_write import replacing, write_text
+from rasp_sim.evaluation.evaluate import evaluate
 
 Matrices = list[np.ndarray]
 

@@ -37,7 +37,7 @@ the `rasp-sim` command does: with glibc's defaults the engine's freed arrays cam
 fresh memory, a page fault per 4 KiB (reverse at n = 64: 0.93 us per input, 0.31 with).
 
 At n = 64, sort, hist and reverse are also set against the machine's memory bandwidth:
-the bytes of values the engine reads and writes per input (`rasp_sim.evaluate.
+the bytes of values the engine reads and writes per input (`rasp_sim.evaluation.evaluate.
 traffic_bytes`) over the bandwidth of a large NumPy copy, measured in the same run: the
 time per input no evaluation that moves those arrays through DRAM can beat.
 
@@ -75,11 +75,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from rasp_sim import graph
+from rasp_sim.core import graph
 from rasp_sim.cli.output import Printer
-from rasp_sim.evaluate import evaluate_batch, traffic_bytes
-from rasp_sim.freed_memory import keep_freed_memory
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.evaluation.evaluate import evaluate_batch, traffic_bytes
+from rasp_sim.base.freed_memory import keep_freed_memory
+from rasp_sim.language.interpreter import Interpreter
 
 from original_translation import original_source  # noqa: E402 (benchmarks/, beside this file)
 from tracr_translation import MemoizedEvaluator, to_tracr  # noqa: E402
@@ -393,7 +393,7 @@ def _parse_args() -> argparse.Namespace:
 def main() -> int:
     args = _parse_args()
     # As the `rasp-sim` command does, and a notebook by calling it: freed arrays are kept
-    # for reuse, not faulted back in page by page (rasp_sim/freed_memory.py). It holds for
+    # for reuse, not faulted back in page by page (rasp_sim/base/freed_memory.py). It holds for
     # tracr's evaluator too, which runs in this process.
     kept = keep_freed_memory()
     print(f"malloc thresholds raised (rasp_sim.keep_freed_memory): {'yes' if kept else 'no'}")

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rasp_sim import graph
+from rasp_sim.core import graph
 
 
 class NotExpressible(Exception):

@@ -28,9 +28,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from rasp_sim.evaluate import _string_lengths, _tokens, traffic_bytes  # noqa: E402
-from rasp_sim.freed_memory import keep_freed_memory  # noqa: E402
-from rasp_sim.interpreter import Interpreter  # noqa: E402
+from rasp_sim.evaluation.evaluate import _string_lengths, _tokens, traffic_bytes  # noqa: E402
+from rasp_sim.base.freed_memory import keep_freed_memory  # noqa: E402
+from rasp_sim.language.interpreter import Interpreter  # noqa: E402
 
 from interpreter import ALPHABET, copy_bandwidth, random_batch  # noqa: E402 (benchmarks/)
 

@@ -6,7 +6,7 @@ Each node becomes tracr's primitive of the same meaning:
 - `tokens_<kind>`: a Map of the same conversion over tracr's tokens; `indices`: indices;
   a constant: Full;
 - a Map: tracr's Map (one input) or SequenceMap (two) of the same element function
-  (`rasp_sim.atom_functions`); three inputs (`where`) go through a SequenceMap of pairs;
+  (`rasp_sim.core.atom_functions`); three inputs (`where`) go through a SequenceMap of pairs;
 - `select(keys, queries, op)`: Select with the comparison of the same name (tracr calls
   `predicate(key, query)`, as RASP compares `key op query`); and/or/not of selectors:
   SelectorAnd/Or/Not;
@@ -28,9 +28,9 @@ from typing import Any, Callable, Sequence
 
 from tracr.rasp import rasp
 
-from rasp_sim import graph
-from rasp_sim.atom_functions import atom_function
-from rasp_sim.semantics import convert_token
+from rasp_sim.core import graph
+from rasp_sim.core.atom_functions import atom_function
+from rasp_sim.core.semantics import convert_token
 
 
 def to_tracr(root: graph.SOp) -> rasp.SOp:

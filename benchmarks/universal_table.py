@@ -20,7 +20,7 @@ import time
 # set the variable yourself to override.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from rasp_sim.atomic_write import write_text
+from rasp_sim.base.atomic_write import write_text
 from rasp_sim.compiler.universal.embed import embed
 from rasp_sim.compiler.universal.gaussian import build_random
 from rasp_sim.compiler.universal.paths import constraint_count

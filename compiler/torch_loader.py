@@ -32,8 +32,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rasp_sim.api_arguments import torch_device, torch_dtype
-from rasp_sim.errors import RaspTypeError
+from rasp_sim.base.api_arguments import torch_device, torch_dtype
+from rasp_sim.base.errors import RaspTypeError
 
 from .weights import AttentionBlock, LayerNorm, Transformer, WeightsError, as_dense, load
 

@@ -57,8 +57,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from rasp_sim.api_arguments import torch_device, torch_dtype
-from rasp_sim.errors import CompileError, RaspTypeError
+from rasp_sim.base.api_arguments import torch_device, torch_dtype
+from rasp_sim.base.errors import CompileError, RaspTypeError
 
 from .forward import embed_features
 from .tracr_backend.runtime import (as_program_types, compile_info, decode, is_numeric_input,

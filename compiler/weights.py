@@ -43,7 +43,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 from . import weights_files
 from .weights_format import (FORMAT_NAME, FORMAT_VERSION, HASH_KEY, READABLE_VERSIONS,

@@ -8,7 +8,7 @@ declared uncompressed size against its .npy header; safetensors checks its offse
 itself), so a lying or truncated file fails before anything large is allocated.
 
 A weights file is opened without blocking and only if it is a regular file (a FIFO would
-block forever, a device such as /dev/zero never ends: rasp_sim/program_files.open_regular),
+block forever, a device such as /dev/zero never ends: rasp_sim/base/program_files.open_regular),
 and its size is checked on the open descriptor before any header is parsed: at most the
 memory limit its arrays are read under, plus `CONTAINER_BYTES` for the container's own
 headers (zip directories, .npy headers, the safetensors header).
@@ -24,9 +24,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from rasp_sim.atomic_write import replacing
-from rasp_sim.errors import RaspResourceError
-from rasp_sim.program_files import NotRegularFile, open_regular
+from rasp_sim.base.atomic_write import replacing
+from rasp_sim.base.errors import RaspResourceError
+from rasp_sim.base.program_files import NotRegularFile, open_regular
 
 from .weights_format import WeightsError
 
@@ -353,7 +353,7 @@ def check_memory(arrays: dict[str, ArrayInfo], header_size: int, limit: int) -> 
 
 
 def write(path: str | Path, header: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write `arrays` and the JSON `header` atomically (rasp_sim/atomic_write.py: the old
+    """Write `arrays` and the JSON `header` atomically (rasp_sim/base/atomic_write.py: the old
     file or the new one whole, never a partial one): safetensors for a .safetensors
     suffix, else an .npz archive written to exactly `path` (np.savez would append .npz to
     a path without it). An unwritable path or a full disk raises OSError."""

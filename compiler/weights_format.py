@@ -13,7 +13,7 @@ import math
 import numbers
 from typing import Any, Callable, Iterable
 
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 FORMAT_NAME = "rasp-sim-weights"
 FORMAT_VERSION = 2

@@ -15,9 +15,9 @@ strategies and `assert_matches` for testing one's own programs.
 from __future__ import annotations
 
 from .compiler._exports import Table, lazy_getattr
-from .limits import allow_int_text
+from .base.limits import allow_int_text
 
-# Values may be integers of up to rasp_sim.limits.MAX_INT_BITS bits: printing one (the
+# Values may be integers of up to rasp_sim.base.limits.MAX_INT_BITS bits: printing one (the
 # REPL, `run`, JSON) must not hit Python's default 4,300-digit str(int) limit.
 allow_int_text()
 
@@ -27,22 +27,23 @@ _TABLE: Table = {
     "compile": ("rasp_sim.api", "compile"),
     "from_tracr": ("rasp_sim.tracr_frontend", "from_tracr"),
     "compile_tracr": ("rasp_sim.tracr_frontend", "compile_tracr"),
-    "load_model": ("rasp_sim.model", "load_model"),
-    "keep_freed_memory": ("rasp_sim.freed_memory", "keep_freed_memory"),
-    "Program": ("rasp_sim.program", "Program"),
-    "SelectorValue": ("rasp_sim.program", "SelectorValue"),
-    "Analysis": ("rasp_sim.analyse", "Analysis"),
-    "Model": ("rasp_sim.model", "Model"),
-    "Block": ("rasp_sim.model", "Block"),
-    "Operation": ("rasp_sim.model", "Operation"),
-    "RaspError": ("rasp_sim.errors", "RaspError"),
-    "RaspSyntaxError": ("rasp_sim.errors", "RaspSyntaxError"),
-    "RaspNameError": ("rasp_sim.errors", "RaspNameError"),
-    "RaspTypeError": ("rasp_sim.errors", "RaspTypeError"),
-    "RaspRuntimeError": ("rasp_sim.errors", "RaspRuntimeError"),
-    "RaspResourceError": ("rasp_sim.errors", "RaspResourceError"),
-    "CompileError": ("rasp_sim.errors", "CompileError"),
-    "OutputRefused": ("rasp_sim.errors", "OutputRefused"),
+    "load_model": ("rasp_sim.compiled.model", "load_model"),
+    "keep_freed_memory": ("rasp_sim.base.freed_memory", "keep_freed_memory"),
+    "Program": ("rasp_sim.language.program", "Program"),
+    "SelectorValue": ("rasp_sim.language.program", "SelectorValue"),
+    "Analysis": ("rasp_sim.language.analyse", "Analysis"),
+    "Model": ("rasp_sim.compiled.model", "Model"),
+    "Block": ("rasp_sim.compiled.model", "Block"),
+    "Operation": ("rasp_sim.compiled.model", "Operation"),
+    "Trace": ("rasp_sim.compiled.trace", "Trace"),
+    "RaspError": ("rasp_sim.base.errors", "RaspError"),
+    "RaspSyntaxError": ("rasp_sim.base.errors", "RaspSyntaxError"),
+    "RaspNameError": ("rasp_sim.base.errors", "RaspNameError"),
+    "RaspTypeError": ("rasp_sim.base.errors", "RaspTypeError"),
+    "RaspRuntimeError": ("rasp_sim.base.errors", "RaspRuntimeError"),
+    "RaspResourceError": ("rasp_sim.base.errors", "RaspResourceError"),
+    "CompileError": ("rasp_sim.base.errors", "CompileError"),
+    "OutputRefused": ("rasp_sim.base.errors", "OutputRefused"),
     "ConversionError": ("rasp_sim.tracr_frontend", "ConversionError"),
     "WeightsError": ("rasp_sim.compiler.weights_format", "WeightsError"),
 }

@@ -16,14 +16,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import api_arguments as arguments
-from .cli.options import positive, sample_count, seed_number
-from .errors import CompileError, RaspError, RaspTypeError
-from .graph import SOp
-from .model import Model
-from .program import Program
-from .program_files import read_program
-from .repl_session import Session
+from .base import api_arguments as arguments
+from .base.counts import positive, sample_count, seed_number
+from .base.errors import CompileError, RaspError, RaspTypeError
+from .core.graph import SOp
+from .compiled.model import Model
+from .language.program import Program
+from .base.program_files import read_program
+from .language.repl_session import Session
 
 
 def parse(text: str, *, file: str | None = None, exact: bool = False,
@@ -45,7 +45,7 @@ def parse(text: str, *, file: str | None = None, exact: bool = False,
 
 def load(path: str | os.PathLike, *, exact: bool = False, strict: bool = False,
          sandbox: bool = False) -> Program:
-    """Run the program file `path` (UTF-8, at most rasp_sim.program_files.MAX_PROGRAM_BYTES);
+    """Run the program file `path` (UTF-8, at most rasp_sim.base.program_files.MAX_PROGRAM_BYTES);
     `sandbox=True` confines `load` to the file's folder, as `--sandbox` does."""
     path = arguments.path("load", path, "path")
     session = Session(exact=arguments.flag("load", exact, "exact"),
@@ -166,7 +166,7 @@ def _driver() -> Any:
 def _at_binding(error: RaspError, program: Program, name: str) -> RaspError:
     """A refusal inside a library function, reported at the program's statement that
     binds `name` when the program is a file (as the CLI reports it)."""
-    from .cli.program import at_call_site, binding_span
+    from .language.call_sites import at_call_site, binding_span
 
     if not Path(program.source).is_file():
         return error

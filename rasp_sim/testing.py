@@ -20,11 +20,11 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from . import api_arguments as arguments
-from .errors import RaspTypeError
-from .limits import MAX_COLLECTION_LENGTH
-from .model import Model
-from .program import Program
+from .base import api_arguments as arguments
+from .base.errors import RaspTypeError
+from .base.limits import MAX_COLLECTION_LENGTH
+from .compiled.model import Model
+from .language.program import Program
 
 # Defaults of assert_matches: |got - want| <= atol + rtol * |want| (numpy.isclose's rule).
 # float64 RASP arithmetic rounds like NumPy's, so programs that follow the reference's
@@ -56,7 +56,7 @@ def token_sequences(vocab: Sequence[Any], *, min_len: int = 1, max_len: int = 8
 
 
 def _length(function: str, value: Any, argument: str, minimum: int) -> int:
-    """A length of a list a program reads (rasp_sim.limits.MAX_COLLECTION_LENGTH)."""
+    """A length of a list a program reads (rasp_sim.base.limits.MAX_COLLECTION_LENGTH)."""
     return arguments.integer(function, value, argument, minimum, MAX_COLLECTION_LENGTH)
 
 
@@ -76,7 +76,7 @@ def matrix(n: int, d: int, *, elements: st.SearchStrategy | None = None
     d = _length("matrix", d, "d", 1)
     if n * d > MAX_COLLECTION_LENGTH:
         raise RaspTypeError(f"matrix: n x d = {n * d:,} entries, above the limit of "
-                            f"{MAX_COLLECTION_LENGTH:,} (rasp_sim.limits.MAX_COLLECTION_LENGTH)")
+                            f"{MAX_COLLECTION_LENGTH:,} (rasp_sim.base.limits.MAX_COLLECTION_LENGTH)")
     values = (st.floats(-10, 10, allow_nan=False) if elements is None
               else _strategy("matrix", elements, "elements"))
     return st.lists(values, min_size=n * d, max_size=n * d).map(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from rasp_sim import ast
+from rasp_sim.language import ast
 
 
 def _list(items) -> str:

@@ -80,8 +80,8 @@ def truncate(source: bytes, rng: random.Random) -> bytes:
 
 
 # ---- the resource classes of issue 22: each must be refused by a stated limit (parser:
-# rasp_sim.source_limits; loops: rasp_sim.limits.MAX_ITERATIONS; sizes:
-# rasp_sim.limits), quickly and located, never by a hang or a MemoryError.
+# rasp_sim.base.source_limits; loops: rasp_sim.base.limits.MAX_ITERATIONS; sizes:
+# rasp_sim.base.limits), quickly and located, never by a hang or a MemoryError.
 
 def _statement_boundary(source: bytes, rng: random.Random) -> int:
     """A place between statements: the start, or just after a ';' that ends a line."""

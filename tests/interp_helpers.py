@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rasp_sim import graph
-from rasp_sim.evaluate import evaluate
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.repl_session import ReplSession, Session
+from rasp_sim.core import graph
+from rasp_sim.evaluation.evaluate import evaluate
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.language.repl_session import ReplSession, Session
 
 
 def run(text: str, *, file: str = "t.rasp", **options: Any) -> Interpreter:

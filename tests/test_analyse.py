@@ -1,6 +1,6 @@
 """Layer/head analysis against docs/language.md and docs/constructions.md.
 
-Graphs are built by hand from `rasp_sim.graph` nodes, following the standard library's
+Graphs are built by hand from `rasp_sim.core.graph` nodes, following the standard library's
 definitions (docs/language.md) operation by operation, so the reference costs test the
 analyser alone, independently of the interpreter.
 """
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import graph as G
-from rasp_sim.analyse import analyse, format_table
-from rasp_sim.errors import RaspTypeError
+from rasp_sim.core import graph as G
+from rasp_sim.language.analyse import analyse, format_table
+from rasp_sim.base.errors import RaspTypeError
 
 indices = G.Indices()
 tokens = G.Tokens("str")

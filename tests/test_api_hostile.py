@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rasp_sim
 from rasp_sim import testing
-from rasp_sim.limits import MAX_INT_BITS
+from rasp_sim.base.limits import MAX_INT_BITS
 
 REVERSE = "examples/reverse.rasp"
 CALL_SECONDS = 30  # the slowest valid call (a compile) takes about a second

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from cli_helpers import run_cli, write
 
-from rasp_sim.errors import RaspResourceError
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.limits import ATOM_MEMORY_SHARE, LIST_ELEMENT_BYTES, MAX_PROGRAM_ELEMENTS
-from rasp_sim.parser import parse
-from rasp_sim.repl_session import Session
+from rasp_sim.base.errors import RaspResourceError
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.base.limits import ATOM_MEMORY_SHARE, LIST_ELEMENT_BYTES, MAX_PROGRAM_ELEMENTS
+from rasp_sim.language.parser import parse
+from rasp_sim.language.repl_session import Session
 
 RANGE = 10_000  # elements of each range: 400 KB estimated
 # A memory limit whose share holds two such ranges but not three.

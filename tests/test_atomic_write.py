@@ -1,4 +1,4 @@
-"""Atomic writes (rasp_sim/atomic_write.py): a file rasp-sim writes is the old one or the
+"""Atomic writes (rasp_sim/base/atomic_write.py): a file rasp-sim writes is the old one or the
 new one whole, whatever happens during the write: an exception, SIGKILL at any moment, a
 full disk, a second writer."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rasp_sim.atomic_write import _temporary_name, replacing, write_text
+from rasp_sim.base.atomic_write import _temporary_name, replacing, write_text
 from rasp_sim.compiler import load_weights, save_weights
 from rasp_sim.compiler.universal import Shape, build_random
 from rasp_sim.compiler.weights import HASH_KEY, _stored_form
@@ -128,7 +128,7 @@ def test_sigkill_at_random_points_of_writes(tmp_path, suffix, kills):
 
 KILLED_WHILE_PUBLISHING = textwrap.dedent("""
     import os, signal, sys
-    from rasp_sim.atomic_write import write_text
+    from rasp_sim.base.atomic_write import write_text
     os.replace = lambda *names: os.kill(os.getpid(), signal.SIGKILL)
     write_text(sys.argv[1], "new")
 """)
@@ -220,8 +220,8 @@ def _special_files(tmp_path):
 
 
 def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path):
-    from rasp_sim.atomic_write import write_bytes
-    from rasp_sim.errors import OutputRefused
+    from rasp_sim.base.atomic_write import write_bytes
+    from rasp_sim.base.errors import OutputRefused
 
     for kind, path in _special_files(tmp_path).items():
         before = os.stat(path).st_mode
@@ -236,7 +236,7 @@ def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path):
 
 
 def test_a_link_to_a_regular_file_replaces_the_target_and_stays_a_link(tmp_path):
-    from rasp_sim.atomic_write import write_bytes
+    from rasp_sim.base.atomic_write import write_bytes
 
     target = tmp_path / "real.npz"
     target.write_bytes(b"old")
@@ -270,7 +270,7 @@ def test_ctrl_c_while_the_file_takes_its_name_finishes_the_write_and_says_so(
     """SIGINT between link and rename left a stray temporary file; SIGINT at the rename
     said "interrupted" as if the old file stayed. Now the step completes, then the
     interruption says the new file is in place."""
-    from rasp_sim.atomic_write import WrittenThenInterrupted
+    from rasp_sim.base.atomic_write import WrittenThenInterrupted
 
     path = tmp_path / "model.npz"
     write_text(path, "old")

@@ -29,7 +29,7 @@ from original_translation import NotExpressible, _literal, original_source  # no
 from tracr.rasp import rasp  # noqa: E402
 from tracr_translation import MemoizedEvaluator, to_tracr  # noqa: E402
 
-from rasp_sim.interpreter import Interpreter  # noqa: E402
+from rasp_sim.language.interpreter import Interpreter  # noqa: E402
 
 ORIGINAL = os.environ.get("RASP_ORIGINAL")
 ORIGINAL_PYTHON = os.environ.get("RASP_ORIGINAL_PYTHON")

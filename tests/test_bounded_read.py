@@ -1,11 +1,11 @@
-"""The bounded reader for files rasp-sim did not write in this run (rasp_sim/bounded_read.py)."""
+"""The bounded reader for files rasp-sim did not write in this run (rasp_sim/base/bounded_read.py)."""
 import json
 import os
 
 import pytest
 from hypothesis import given, strategies as st
 
-from rasp_sim.bounded_read import UnreadableFile, json_depth, parse_json, read_bytes, read_json
+from rasp_sim.base.bounded_read import UnreadableFile, json_depth, parse_json, read_bytes, read_json
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab,: '),

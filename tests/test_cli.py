@@ -12,8 +12,8 @@ import pytest
 from cli_helpers import run_cli, write
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
-from rasp_sim.errors import RaspNameError
-from rasp_sim.repl_session import ReplSession
+from rasp_sim.base.errors import RaspNameError
+from rasp_sim.language.repl_session import ReplSession
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -231,7 +231,7 @@ def test_repl_sandbox_is_the_file_folder_also_at_the_prompt(capsys, escaping_pro
 def test_compile_and_verify_take_the_sandbox_option(escaping_program):
     from rasp_sim.cli import build_parser
     from rasp_sim.cli.compile import load_sop
-    from rasp_sim.errors import RaspLoadError
+    from rasp_sim.base.errors import RaspLoadError
 
     for argv in (["compile", "p.rasp", "--name", "x", "--vocab", "a", "--max-len", "2"],
                  ["verify", "m.npz", "p.rasp", "--name", "x"]):

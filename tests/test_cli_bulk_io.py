@@ -15,7 +15,7 @@ from cli_helpers import run_cli, write
 from rasp_sim.cli import inputs as inputs_module
 from rasp_sim.cli.inputs import BadInput, _inputs_by_line, _number_lists
 from rasp_sim.cli.output import TABLE_SPAN, int_rows_text
-from rasp_sim.errors import Source
+from rasp_sim.base.errors import Source
 
 INT64 = 2 ** 63
 

@@ -10,7 +10,7 @@ from cli_helpers import run_cli, write
 
 from rasp_sim.cli.inputs import MAX_INPUT_LINE_BYTES
 from rasp_sim.cli.universal import _load_embedding
-from rasp_sim.errors import RaspLoadError
+from rasp_sim.base.errors import RaspLoadError
 
 NOT_REGULAR = "not a regular file (a FIFO, socket or device): only regular files"
 

@@ -13,10 +13,10 @@ import pytest
 from cli_helpers import run_cli, write
 from rasp_sim.cli import main
 from rasp_sim.cli.repl import session
-from rasp_sim.evaluate import evaluate
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.repl_session import ReplSession
-from rasp_sim.limits import MAX_INT_BITS, MAX_INT_DIGITS
+from rasp_sim.evaluation.evaluate import evaluate
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.language.repl_session import ReplSession
+from rasp_sim.base.limits import MAX_INT_BITS, MAX_INT_DIGITS
 
 DIVIDE = "x = 6 / (tokens_int - 1);\n"
 
@@ -234,7 +234,7 @@ def test_big_integer_inputs_up_to_the_limit(capsys, tmp_path):
     assert code == 1
     assert out.splitlines()[1] == (
         f"{inputs}:2:5: resource limit: an input integer of {MAX_INT_DIGITS + 1:,} digits is "
-        f"above the limit of {MAX_INT_BITS:,} bits (rasp_sim.limits.MAX_INT_BITS)")
+        f"above the limit of {MAX_INT_BITS:,} bits (rasp_sim.base.limits.MAX_INT_BITS)")
 
 
 # ------------------------------------------------------------------- exact decimals

@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import run_cli, write
 from rasp_sim.cli import COMMANDS, build_parser, main
 from rasp_sim.cli.run import NOT_FOR_WEIGHTS
-from rasp_sim.text import short_repr
+from rasp_sim.base.text import short_repr
 
 FLAG_VALUES = {"exact": [], "strict": [], "sandbox": [], "name": ["y"], "example": ["abc"],
                "strict_statements": []}

@@ -1,5 +1,5 @@
 """`rasp-sim analyse` and `draw` run a program with `run`'s statement semantics
-(rasp_sim/run_session.py): a failing statement the target does not depend on is a
+(rasp_sim/language/run_session.py): a failing statement the target does not depend on is a
 warning, and the program is analysed; a target that depends on one is refused. What a
 program's statements display never reaches stdout outside the REPL (issue 36)."""
 from __future__ import annotations
@@ -113,8 +113,8 @@ def test_repl_file_goes_on_past_a_failing_statement_as_load_does(start, capsys, 
 
 
 def _library_functions() -> list[tuple[str, int]]:
-    from rasp_sim.interpreter import Interpreter
-    from rasp_sim.values import Function
+    from rasp_sim.language.interpreter import Interpreter
+    from rasp_sim.language.values import Function
 
     base = Interpreter().base.variables
     return sorted((name, len(value.params)) for name, value in base.items()
@@ -130,8 +130,8 @@ def test_an_error_inside_the_library_is_located_at_the_users_call(function, arit
     """Every library function, with arguments of each wrong kind: an error raised while
     the statement runs (a static type error; at the REPL, the definition check on its
     example) is located at the user's line, the library's line a note (issue 36)."""
-    from rasp_sim.errors import RaspError
-    from rasp_sim.repl_session import ReplSession, Session
+    from rasp_sim.base.errors import RaspError
+    from rasp_sim.language.repl_session import ReplSession, Session
 
     for argument in ARGUMENTS:
         call = f"{function}({', '.join([argument] * arity)})"

@@ -1,4 +1,4 @@
-"""The Dask clusters of rasp_sim/dask_cluster.py: the local cluster's workers'
+"""The Dask clusters of rasp_sim/base/dask_cluster.py: the local cluster's workers'
 environment, and the probe that refuses a `--scheduler` that is not a Dask scheduler."""
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Iterator
 
 import pytest
 
-from rasp_sim import dask_cluster
-from rasp_sim.dask_cluster import (
+from rasp_sim.base import dask_cluster
+from rasp_sim.base.dask_cluster import (
     PROBE_SECONDS, ClusterError, _worker_environ, dask_client, probe_scheduler,
 )
-from rasp_sim.freed_memory import MMAP_THRESHOLD, TRIM_THRESHOLD
+from rasp_sim.base.freed_memory import MMAP_THRESHOLD, TRIM_THRESHOLD
 
 
 def test_workers_keep_freed_memory_instead_of_faulting_it_back_per_block(monkeypatch):

@@ -8,13 +8,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import graph
-from rasp_sim.definition_check import DefinitionCheck
-from rasp_sim.errors import RaspError
-from rasp_sim.evaluate import evaluate
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.repl_session import ReplSession
-from rasp_sim.parser import parse
+from rasp_sim.core import graph
+from rasp_sim.language.definition_check import DefinitionCheck
+from rasp_sim.base.errors import RaspError
+from rasp_sim.evaluation.evaluate import evaluate
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.language.repl_session import ReplSession
+from rasp_sim.language.parser import parse
 
 from program_strategy import programs
 

@@ -1,4 +1,4 @@
-"""DOT output of `rasp_sim.draw`, parsed back with a small Lark grammar for the subset of
+"""DOT output of `rasp_sim.pictures.draw`, parsed back with a small Lark grammar for the subset of
 the DOT language it emits (graphviz.org/doc/info/lang.html), and `render`'s file handling.
 pydot is not a dependency, so the grammar below is the well-formedness check."""
 from __future__ import annotations
@@ -10,11 +10,12 @@ import lark
 import numpy as np
 import pytest
 
-from rasp_sim import draw
-from rasp_sim import graph as G
-from rasp_sim.analyse import analyse
-from rasp_sim.draw_layout import layered_layout, title_text
-from rasp_sim.errors import RaspError
+from rasp_sim.pictures import draw
+from rasp_sim.core import graph as G
+from rasp_sim.language.analyse import analyse
+from rasp_sim.pictures.draw_layout import layered_layout, title_text
+from rasp_sim.pictures.drawing import Drawing, Edge
+from rasp_sim.base.errors import RaspError
 
 DOT_SUBSET = r"""
 start: "digraph" ID "{" stmt* "}"
@@ -169,7 +170,7 @@ def test_a_5000_deep_chain_draws() -> None:
 # ------------------------------------------------------------------------------ render
 
 
-def _picture(root: G.Node = tokens_int) -> draw.Drawing:
+def _picture(root: G.Node = tokens_int) -> Drawing:
     return draw.drawing(analyse(root))
 
 
@@ -249,9 +250,9 @@ def test_layout_edges_go_down_and_each_layer_is_a_band() -> None:
 def test_layout_orders_a_row_to_avoid_crossings() -> None:
     # Two independent chains whose heads are listed in the opposite order of their
     # inputs: the barycentre sweeps must uncross them.
-    picture = draw.Drawing(labels=("a", "b", "a2", "b2"), kinds=("input",) * 2 + ("map",) * 2,
+    picture = Drawing(labels=("a", "b", "a2", "b2"), kinds=("input",) * 2 + ("map",) * 2,
                            layers=(0, 0, 0, 0), roots=frozenset({2, 3}),
-                           edges=(draw.Edge(0, 3), draw.Edge(1, 2)), titles=("inputs",))
+                           edges=(Edge(0, 3), Edge(1, 2)), titles=("inputs",))
     x = [box.x for box in layered_layout(picture).boxes]
     assert (x[0] < x[1]) == (x[3] < x[2])
 

@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rasp_sim import library
-from rasp_sim.analyse import analyse
+from rasp_sim.language import library
+from rasp_sim.language.analyse import analyse
 from rasp_sim.cli.inputs import parse_input
 from rasp_sim.cli.program import load_program
-from rasp_sim.draw import DEFAULT_DPI, Drawing, drawing
-from rasp_sim.draw_collapse import call_names
-from rasp_sim.draw_layout import Layout, box_size, layered_layout, text_size
-from rasp_sim.graph import ancestors
+from rasp_sim.pictures.draw import DEFAULT_DPI, drawing
+from rasp_sim.pictures.drawing import Drawing
+from rasp_sim.pictures.draw_collapse import call_names
+from rasp_sim.pictures.draw_layout import Layout, box_size, layered_layout, text_size
+from rasp_sim.core.graph import ancestors
 
 from .library.test_costs import COSTS
 
@@ -128,8 +129,8 @@ def test_a_selector_on_an_input_is_its_grid() -> None:
 
 
 def test_a_wide_row_folds_within_its_band() -> None:
-    from rasp_sim.draw import Edge
-    from rasp_sim.draw_layout import MAX_WIDTH
+    from rasp_sim.pictures.drawing import Edge
+    from rasp_sim.pictures.draw_layout import MAX_WIDTH
 
     count = 60
     picture = Drawing(labels=tuple(f"node {i} with a long label" for i in range(count)),

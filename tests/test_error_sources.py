@@ -1,4 +1,4 @@
-"""An error quotes the line of the text its span came from (rasp_sim/errors.py `Source`):
+"""An error quotes the line of the text its span came from (rasp_sim/base/errors.py `Source`):
 every parse makes its own source, so files with the same name and REPL chunks never
 stand in for each other."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from rasp_sim.cli.inputs import read_inputs_file
 from rasp_sim.cli.repl import session
-from rasp_sim.errors import RaspRuntimeError, RaspSyntaxError, quote
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.repl_session import ReplSession
-from rasp_sim.parser import parse
+from rasp_sim.base.errors import RaspRuntimeError, RaspSyntaxError, quote
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.language.repl_session import ReplSession
+from rasp_sim.language.parser import parse
 
 FAILING_UTIL = "def f(x) {\n    return x / 0;\n}\n"
 OTHER_UTIL = "# the other folder's util\nunused = 1;\ndef f(x) { return x; }\n"

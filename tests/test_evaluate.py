@@ -1,5 +1,5 @@
 """The vectorised evaluator: kernels against the atom-function table
-(`rasp_sim.atom_functions`, the rules of `rasp_sim.semantics`) element by element
+(`rasp_sim.core.atom_functions`, the rules of `rasp_sim.core.semantics`) element by element
 (values and element types, bit for bit), and whole graphs on batches."""
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import graph as g
-from rasp_sim import atom_functions
-from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
-from rasp_sim import semantics as sem
-from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Source, Span
-from rasp_sim.evaluate import estimate_bytes, evaluate, evaluate_batch, evaluate_one
+from rasp_sim.core import graph as g
+from rasp_sim.core import atom_functions
+from rasp_sim.core.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
+from rasp_sim.core import semantics as sem
+from rasp_sim.base.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError, Source, Span
+from rasp_sim.evaluation.evaluate import estimate_bytes, evaluate, evaluate_batch, evaluate_one
 from rasp_sim.evaluation.attention import aggregate, select
 from rasp_sim.evaluation.columns import MixedColumn, float_view, from_objects, object_column
 from rasp_sim.evaluation.elementwise import apply_map
@@ -615,7 +615,7 @@ def test_refuses_when_one_input_exceeds_the_limit():
 
 
 def test_each_node_runs_once(monkeypatch):
-    import rasp_sim.evaluate as ev
+    import rasp_sim.evaluation.evaluate as ev
 
     calls: list[g.Node] = []
     real = ev._compute
@@ -651,7 +651,7 @@ def test_an_array_of_characters_gives_what_its_rows_as_lists_give(source, rows, 
     # A NumPy array of characters, one input a row, is taken whole (no element-wise
     # conversion) and gives what its rows as lists of strings give; an element "" (NumPy's
     # "\0") goes the element-wise way.
-    from rasp_sim.interpreter import Interpreter
+    from rasp_sim.language.interpreter import Interpreter
 
     interpreter = Interpreter()
     interpreter.run_source(source, "<test>")
@@ -724,7 +724,7 @@ def test_exact_division_of_a_gathered_object_column_stays_rational():
     # `/` on it must still divide exactly (it used to take the float fast path).
     from fractions import Fraction
 
-    from rasp_sim import library
+    from rasp_sim.language import library
 
     expression = "aggregate(select(indices, indices - indices % 2, ==), tokens_asis, 0) / 3"
     (values,) = library.run(expression, [[1, 0, 3, Fraction(1)]], exact=True)
@@ -778,7 +778,7 @@ def test_select_on_characters_of_every_code_width(op, b, n, data):
 def test_values_that_read_no_tokens_are_computed_once_per_group(monkeypatch):
     """Chunks reuse the first chunk's rows for nodes that read no tokens (evaluate.py);
     the results must equal a one-chunk run, and only token-reading nodes run per chunk."""
-    import rasp_sim.evaluate as ev
+    import rasp_sim.evaluation.evaluate as ev
 
     key0 = sel(I, full(0))
     first = agg(g.SelectorOr(left=key0, right=sel(T, T)), m("indicator", m("==", I, full(0))))
@@ -832,7 +832,7 @@ PARTIAL_PROGRAMS = {
 @given(st.sampled_from(sorted(PARTIAL_PROGRAMS)), st.integers(1, 4), st.data())
 def test_evaluate_defined_keeps_exactly_the_inputs_the_program_is_defined_on(name, n, data):
     from interp_helpers import run
-    from rasp_sim.evaluate import evaluate_defined
+    from rasp_sim.evaluation.evaluate import evaluate_defined
 
     text, root_name, tokens = PARTIAL_PROGRAMS[name]
     root = run(text).lookup(root_name)
@@ -856,8 +856,8 @@ def test_evaluate_defined_keeps_exactly_the_inputs_the_program_is_defined_on(nam
 
 
 def test_a_program_evaluated_again_is_planned_once():
-    from rasp_sim import evaluate as ev
-    from rasp_sim.interpreter import Interpreter
+    from rasp_sim.evaluation import evaluate as ev
+    from rasp_sim.language.interpreter import Interpreter
 
     interpreter = Interpreter()
     interpreter.run_source("y = sort(tokens, tokens);\n", "<plan>")

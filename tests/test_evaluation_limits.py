@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from cli_helpers import run_cli, write
 
-from rasp_sim.errors import RaspResourceError
-from rasp_sim.interpreter import Interpreter
-from rasp_sim import limits
-from rasp_sim.limits import CALL_ITERATIONS, MAX_COLLECTION_LENGTH, MAX_ITERATIONS
+from rasp_sim.base.errors import RaspResourceError
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.base import limits
+from rasp_sim.base.limits import CALL_ITERATIONS, MAX_COLLECTION_LENGTH, MAX_ITERATIONS
 
 
 def _refusal(text: str) -> RaspResourceError:

@@ -1,4 +1,4 @@
-"""rasp_sim/freed_memory.py: malloc thresholds raised where glibc has them, a user's own
+"""rasp_sim/base/freed_memory.py: malloc thresholds raised where glibc has them, a user's own
 settings left alone."""
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from rasp_sim.freed_memory import user_has_settings
+from rasp_sim.base.freed_memory import user_has_settings
 
 # A child process, so the thresholds of the test process stay as they are: it allocates
 # and frees a 2 MiB array 200 times and prints the minor page faults that cost.
 _FAULTS = """
 import resource, sys
 import numpy as np
-import rasp_sim.freed_memory as fm
+import rasp_sim.base.freed_memory as fm
 if sys.argv[1] == "keep":
     assert fm.keep_freed_memory()
 def step():

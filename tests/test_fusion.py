@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import evaluate as ev
-from rasp_sim.errors import RaspError
+from rasp_sim.evaluation import evaluate as ev
+from rasp_sim.base.errors import RaspError
 from rasp_sim.evaluation import fusion
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.language.interpreter import Interpreter
 
 from .test_evaluate import same_rows
 

@@ -10,8 +10,8 @@ from fractions import Fraction
 import pytest
 
 import rasp_sim
-from rasp_sim import graph
-from rasp_sim.errors import RaspError, RaspNameError, RaspRuntimeError, RaspTypeError
+from rasp_sim.core import graph
+from rasp_sim.base.errors import RaspError, RaspNameError, RaspRuntimeError, RaspTypeError
 
 from .interp_helpers import on, run, sop, value
 
@@ -307,7 +307,7 @@ def test_for_loop_binds_in_enclosing_scope() -> None:
 
 
 def test_for_loop_partial_effects_persist() -> None:
-    from rasp_sim.interpreter import Interpreter
+    from rasp_sim.language.interpreter import Interpreter
 
     interpreter = Interpreter()
     with pytest.raises(RaspRuntimeError, match="division by zero"):
@@ -328,7 +328,7 @@ def test_multi_assignment() -> None:
 
 
 def test_multi_assignment_count_mismatch_binds_nothing() -> None:
-    from rasp_sim.interpreter import Interpreter
+    from rasp_sim.language.interpreter import Interpreter
 
     interpreter = Interpreter()
     with pytest.raises(RaspTypeError, match="expected 3 values, but got: 2"):

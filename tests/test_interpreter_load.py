@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from rasp_sim import interpreter as interpreter_module
-from rasp_sim.repl_session import ReplSession
-from rasp_sim.errors import RaspError, RaspLoadError, RaspNameError
+from rasp_sim.language import interpreter as interpreter_module
+from rasp_sim.language.repl_session import ReplSession
+from rasp_sim.base.errors import RaspError, RaspLoadError, RaspNameError
 
 from .interp_helpers import run
 

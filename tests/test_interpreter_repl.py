@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rasp_sim.errors import RaspNameError, RaspRuntimeError, RaspTypeError
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.base.errors import RaspNameError, RaspRuntimeError, RaspTypeError
+from rasp_sim.language.interpreter import Interpreter
 
 from .interp_helpers import run
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from rasp_sim.errors import (
+from rasp_sim.base.errors import (
     RaspError, RaspNameError, RaspProgramError, RaspResourceError, RaspRuntimeError,
     RaspSyntaxError, RaspTypeError,
 )
-from rasp_sim.evaluate import evaluate
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.evaluation.evaluate import evaluate
+from rasp_sim.language.interpreter import Interpreter
 
 from .interp_helpers import run, value
 

@@ -5,9 +5,9 @@ from fractions import Fraction
 
 import pytest
 
-from rasp_sim.errors import RaspResourceError
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.limits import MAX_COLLECTION_LENGTH, MAX_FRACTION_BITS
+from rasp_sim.base.errors import RaspResourceError
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.base.limits import MAX_COLLECTION_LENGTH, MAX_FRACTION_BITS
 
 
 def run(text: str) -> Interpreter:
@@ -56,7 +56,7 @@ def test_exact_mode_checks_rational_powers():
 
 
 def test_sequences_in_maps_obey_the_same_limit():
-    from rasp_sim.evaluate import evaluate
+    from rasp_sim.evaluation.evaluate import evaluate
 
     interpreter = run('s = tokens_int * 3;\nt = (tokens_int + 10) ^ (10 ^ 7);\n')
     assert evaluate([interpreter.lookup("s")], [[1, 2]])[0][0] == [3, 6]
@@ -89,26 +89,26 @@ def test_exact_mode_bounds_growing_rationals(step_text, step):
     with pytest.raises(RaspResourceError) as info:
         interpreter.run_source(_chain("x = 1 / 3;", step_text), "chain.rasp")
     assert "would have a numerator or denominator of up to" in info.value.message
-    assert f"above the limit of {MAX_FRACTION_BITS:,} (rasp_sim.limits.MAX_FRACTION_BITS)" in info.value.message
+    assert f"above the limit of {MAX_FRACTION_BITS:,} (rasp_sim.base.limits.MAX_FRACTION_BITS)" in info.value.message
     line = _first_refused_line(Fraction(1, 3), step, MAX_FRACTION_BITS)
     assert (info.value.span.file, info.value.span.line) == ("chain.rasp", line)
 
 
 def test_exact_mode_bounds_rationals_in_sops_per_input():
-    from rasp_sim.evaluate import evaluate
+    from rasp_sim.evaluation.evaluate import evaluate
 
     interpreter = Interpreter(exact=True)
     interpreter.run_source(_chain("y = tokens_int / 3;", "y = y * y;"), "chain.rasp")
     with pytest.raises(RaspResourceError) as info:
         evaluate([interpreter.lookup("y")], [[1], [2, 5]], exact=True)
     message = info.value.message
-    assert "(rasp_sim.limits.MAX_FRACTION_BITS), on input 0 ([1])" in message
+    assert "(rasp_sim.base.limits.MAX_FRACTION_BITS), on input 0 ([1])" in message
     line = _first_refused_line(Fraction(1, 3), lambda x: x * x, MAX_FRACTION_BITS)
     assert info.value.span.line == line
 
 
 def test_float_mode_is_untouched_by_the_rational_bound():
-    from rasp_sim.evaluate import evaluate
+    from rasp_sim.evaluation.evaluate import evaluate
 
     interpreter = Interpreter()
     interpreter.run_source(_chain("y = tokens_int / 3;", "y = y * y;"), "chain.rasp")
@@ -142,7 +142,7 @@ def test_an_exact_mean_of_rationals_is_bounded_before_adding():
     # Two rationals of 60,000-bit distinct denominators are each within the limit; their
     # sum's denominator can reach 120,000 bits (the product), so the mean is refused at
     # the aggregate before it is computed. Equal denominators keep it well within.
-    from rasp_sim.evaluate import evaluate
+    from rasp_sim.evaluation.evaluate import evaluate
 
     interpreter = Interpreter(exact=True)
     interpreter.run_source("s = select(indices, indices, <=);\n"

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
-from rasp_sim.evaluate import evaluate
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspError
+from rasp_sim.evaluation.evaluate import evaluate
 from rasp_sim.evaluation import attention, columns, elementwise
 
-from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
+from rasp_sim.core.atom_functions import BINARY_OPS, UNARY_OPS, atom_function
 
 from .test_evaluate import check_against, checked_row, column, same_rows
 

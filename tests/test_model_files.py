@@ -1,4 +1,4 @@
-"""The files a model may name (rasp_sim/model_files.py): .rasp files in its own folder or
+"""The files a model may name (rasp_sim/compiled/model_files.py): .rasp files in its own folder or
 the bundled library, regular and bounded; anything else is refused by name with a reason,
 before it is opened where the name already says enough."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rasp_sim.errors import RaspError
-from rasp_sim.model_files import ModelFiles, Refused
-from rasp_sim.program_files import MAX_PROGRAM_BYTES
+from rasp_sim.base.errors import RaspError
+from rasp_sim.compiled.model_files import ModelFiles, Refused
+from rasp_sim.base.program_files import MAX_PROGRAM_BYTES
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_the_library_and_the_standard_library_are_shown():
     library = Path(str(importlib.resources.files("rasp_sim.programs")))
     first = (library / "classic.rasp").read_text().splitlines()[0].strip()
     assert _shown(files, f"{library / 'classic.rasp'}:1:1") == first
-    stdlib = importlib.resources.files("rasp_sim").joinpath("stdlib.rasp").read_text()
+    stdlib = importlib.resources.files("rasp_sim.language").joinpath("stdlib.rasp").read_text()
     assert _shown(files, "<stdlib>:1:1") == stdlib.splitlines()[0].strip()
 
 

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rasp_sim
-from rasp_sim.draw import drawing
-from rasp_sim.draw_labels import shown
-from rasp_sim.model import Operation
-from rasp_sim.trace import HeadPattern, Residual, Trace
-from rasp_sim.trace_plot import MAX_WIDTH, trace_figure
+from rasp_sim.pictures.draw import drawing
+from rasp_sim.pictures.draw_labels import shown
+from rasp_sim.compiled.model import Operation
+from rasp_sim.compiled.trace import HeadPattern, Residual, Trace
+from rasp_sim.pictures.trace_plot import MAX_WIDTH, trace_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 SORT = ROOT / "examples" / "sort.rasp"
@@ -58,7 +58,7 @@ def test_draw_labels_round_values_and_constants_but_the_values_keep_every_digit(
     node = program["y"]
     (value,) = program.evaluate_nodes([node], [[1, 2]])[0]
     assert list(value) == [2.6088593650139136, 5.217718730027827]
-    from rasp_sim.analyse import analyse
+    from rasp_sim.language.analyse import analyse
 
     label = drawing(analyse(node), {node: value}, [1, 2]).labels[-1]
     assert "2.609" in label and "[2.609, 5.218]" in label and "2.60885" not in label

@@ -39,8 +39,8 @@ def test_every_source_folder_is_installed(package):
 def test_grammar_and_libraries_are_installed():
     import importlib.resources
 
-    assert importlib.resources.files("rasp_sim").joinpath("grammar.lark").is_file()
-    assert importlib.resources.files("rasp_sim").joinpath("stdlib.rasp").is_file()
+    assert importlib.resources.files("rasp_sim.language").joinpath("grammar.lark").is_file()
+    assert importlib.resources.files("rasp_sim.language").joinpath("stdlib.rasp").is_file()
     for name in ("classic.rasp", "linalg.rasp", "attention.rasp", "numerics.rasp"):
         assert importlib.resources.files("rasp_sim.programs").joinpath(name).is_file()
     assert importlib.resources.files("rasp_sim.programs").joinpath(
@@ -63,5 +63,5 @@ def test_one_top_level_import_name(tmp_path):
     assert top == {"rasp_sim"}
     for member in ("rasp_sim/compiler/weights.py", "rasp_sim/programs/classic.rasp",
                    "rasp_sim/programs/strict/numerics.rasp", "rasp_sim/experiments/train.py",
-                   "rasp_sim/grammar.lark"):
+                   "rasp_sim/language/grammar.lark"):
         assert member in names

@@ -14,11 +14,11 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.parsers.lalr_parser_state import ParserState
 from program_strategy import expressions, mutated_programs, programs
 
-from rasp_sim import ast
-from rasp_sim.errors import RaspSyntaxError, Source, Span
-from rasp_sim.limits import MAX_INT_BITS, MAX_INT_DIGITS
-from rasp_sim.source_limits import MAX_NESTING_DEPTH
-from rasp_sim.parser import (
+from rasp_sim.language import ast
+from rasp_sim.base.errors import RaspSyntaxError, Source, Span
+from rasp_sim.base.limits import MAX_INT_BITS, MAX_INT_DIGITS
+from rasp_sim.base.source_limits import MAX_NESTING_DEPTH
+from rasp_sim.language.parser import (
     GRAMMAR_PATH, IncrementalCheck, _lark, is_incomplete, parse, parse_expression,
 )
 
@@ -98,7 +98,7 @@ def test_huge_integer_literal_is_a_syntax_error_not_a_crash():
     error = syntax_error("x = " + "9" * (MAX_INT_DIGITS + 1) + ";")
     assert where(error) == (1, 5) and error.message == (
         f"integer literal with {MAX_INT_DIGITS + 1:,} digits is too long (above "
-        f"{MAX_INT_BITS:,} bits, rasp_sim.limits.MAX_INT_BITS)")
+        f"{MAX_INT_BITS:,} bits, rasp_sim.base.limits.MAX_INT_BITS)")
 
 
 def test_strings_have_no_escapes():
@@ -752,7 +752,7 @@ def test_a_thousand_line_program_parses():
 def test_long_flat_and_deep_expressions_do_not_exhaust_the_stack():
     flat = value_of("x = " + " + ".join(["a"] * 4000) + ";")
     assert flat.op == "+"
-    # Nesting at its limit (rasp_sim.source_limits; beyond it: tests/test_source_limits.py)
+    # Nesting at its limit (rasp_sim.base.source_limits; beyond it: tests/test_source_limits.py)
     deep = value_of("x = " + "(" * MAX_NESTING_DEPTH + "a" + ")" * MAX_NESTING_DEPTH + ";")
     assert deep.id == "a"
     nested = value_of("x = " + "[" * MAX_NESTING_DEPTH + "]" * MAX_NESTING_DEPTH + ";")

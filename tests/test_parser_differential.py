@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from program_strategy import expressions, mutated_programs, programs
 
-from rasp_sim.errors import RaspSyntaxError
-from rasp_sim.parser import parse, parse_expression
+from rasp_sim.base.errors import RaspSyntaxError
+from rasp_sim.language.parser import parse, parse_expression
 
 ORIGINAL = os.environ.get("RASP_ORIGINAL")
 ORIGINAL_PYTHON = os.environ.get("RASP_ORIGINAL_PYTHON")

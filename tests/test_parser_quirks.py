@@ -11,8 +11,8 @@ from ast_text import unparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import ast
-from rasp_sim.parser import parse_expression
+from rasp_sim.language import ast
+from rasp_sim.language.parser import parse_expression
 
 
 def shape(text: str) -> str:

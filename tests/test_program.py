@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import pytest
 
-from rasp_sim import library
-from rasp_sim.errors import RaspNameError, RaspRuntimeError, RaspTypeError
-from rasp_sim.interpreter import Interpreter
-from rasp_sim.repl_session import ReplSession, Session
+from rasp_sim.language import library
+from rasp_sim.base.errors import RaspNameError, RaspRuntimeError, RaspTypeError
+from rasp_sim.language.interpreter import Interpreter
+from rasp_sim.language.repl_session import ReplSession, Session
 
 SOURCE = "x = indices + 0.1 + 0.2;\nn = 3;\n"
 

@@ -1,4 +1,4 @@
-"""Reading program files (rasp_sim/program_files.py): files that are not UTF-8, cannot
+"""Reading program files (rasp_sim/base/program_files.py): files that are not UTF-8, cannot
 be read, are not regular files or are too large give a located error, for a command's
 FILE and for a `load`, never a traceback or a hang."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rasp_sim import program_files
+from rasp_sim.base import program_files
 from rasp_sim.cli import main
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.base.errors import RaspResourceError
 
 # A program whose second line holds a byte that is not UTF-8 after two characters that
 # are (é is two bytes): the column counts characters, as every other column does.
@@ -131,7 +131,7 @@ def test_program_over_the_size_limit_is_refused_before_reading(capsys, in_tmp, m
     limit = program_files.MAX_PROGRAM_BYTES
     assert (code, err) == (1, f"big.rasp: resource limit: the file has {limit + 1:,} bytes, "
                               f"above the limit of {limit:,} bytes (10 MiB) on program files "
-                              "(rasp_sim.program_files.MAX_PROGRAM_BYTES)\n")
+                              "(rasp_sim.base.program_files.MAX_PROGRAM_BYTES)\n")
     assert limit == 10 * 2**20  # the "10 MiB" the message and docs/cli.md state
 
 

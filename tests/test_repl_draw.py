@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rasp_sim import graph
+from rasp_sim.core import graph
 from rasp_sim.cli.repl import session
 from rasp_sim.cli.repl_draw import picture_name, picture_writer
-from rasp_sim.repl_session import ReplSession
+from rasp_sim.language.repl_session import ReplSession
 
 
 def _run(lines: list[str], folder: Path, form: str = "svg") -> str:

@@ -7,11 +7,11 @@ import io
 import pytest
 from lark.parsers.lalr_parser_state import ParserState
 
-from rasp_sim import definition_check
+from rasp_sim.language import definition_check
 from rasp_sim.cli.repl import session
-from rasp_sim.errors import RaspNameError
-from rasp_sim.repl_session import ReplSession
-from rasp_sim.parser import _lark
+from rasp_sim.base.errors import RaspNameError
+from rasp_sim.language.repl_session import ReplSession
+from rasp_sim.language.parser import _lark
 
 
 def run_session(lines: list, out: io.StringIO | None = None,

@@ -1,4 +1,4 @@
-"""`rasp-sim run`'s statement semantics (rasp_sim/run_session.py): with `--example X` the
+"""`rasp-sim run`'s statement semantics (rasp_sim/language/run_session.py): with `--example X` the
 original's (a failing statement is reported and binds nothing), by default lazy (a
 failing statement the target does not depend on is a warning). One case per kind of
 failure found by fuzzing against the original: tests/run_statement_cases.py, whose

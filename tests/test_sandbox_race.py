@@ -1,6 +1,6 @@
 """`--sandbox` under a symlink race: a thread swaps `link.rasp` between a program inside
 the sandbox and a text file outside it while `load "link";` runs again and again. The
-file is checked on the descriptor that is read (rasp_sim.program_files.read_program), so
+file is checked on the descriptor that is read (rasp_sim.base.program_files.read_program), so
 the outside file's text must never reach the output. Before that, 38 of 1,500 runs
 printed it (issue 22)."""
 from __future__ import annotations

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rasp_sim import semantics as sem
-from rasp_sim.errors import RaspRuntimeError, RaspTypeError
+from rasp_sim.core import semantics as sem
+from rasp_sim.base.errors import RaspRuntimeError, RaspTypeError
 
 
 def same(a, b) -> bool:

@@ -1,4 +1,4 @@
-"""Program text beyond the parser's limits (rasp_sim.source_limits) is refused with a
+"""Program text beyond the parser's limits (rasp_sim.base.source_limits) is refused with a
 located resource error after work bounded by the limits, not by the text; the REPL
 bounds its lines. The shapes are those of issue 22's probes, which each ran past a minute
 before the limits: deep nesting, long unary chains, many lines, one huge expression."""
@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from rasp_sim.cli.repl import MAX_LINE_CHARS
-from rasp_sim.errors import RaspResourceError
-from rasp_sim.parser import IncrementalCheck, parse
-from rasp_sim.source_limits import (
+from rasp_sim.base.errors import RaspResourceError
+from rasp_sim.language.parser import IncrementalCheck, parse
+from rasp_sim.base.source_limits import (
     MAX_NESTING_DEPTH, MAX_STATEMENT_TOKENS, MAX_STATEMENTS,
 )
 
@@ -28,7 +28,7 @@ HUGE = [
 def test_huge_programs_are_refused_at_the_token_past_the_limit(text, limit, place):
     with pytest.raises(RaspResourceError) as caught:
         parse(text, "big.rasp")
-    assert f"rasp_sim.source_limits.{limit}" in caught.value.message
+    assert f"rasp_sim.base.source_limits.{limit}" in caught.value.message
     assert (caught.value.span.line, caught.value.span.column) == place
     assert caught.value.headline().startswith(f"big.rasp:{place[0]}:{place[1]}: resource limit:")
 

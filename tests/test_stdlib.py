@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rasp_sim.analyse import analyse
+from rasp_sim.language.analyse import analyse
 
 from .interp_helpers import on, run, sop
 

@@ -1,4 +1,4 @@
-"""Values shortened for messages (rasp_sim/text.py): the one helper every error, the REPL
+"""Values shortened for messages (rasp_sim/base/text.py): the one helper every error, the REPL
 display and the drawing use. The oracle for ordinary values is repr itself, cut."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rasp_sim.errors import RaspTypeError
-from rasp_sim.text import short_repr, shorten
+from rasp_sim.base.errors import RaspTypeError
+from rasp_sim.base.text import short_repr, shorten
 
 from .interp_helpers import run, sop
 

@@ -1,6 +1,6 @@
 """Random programs in the subset rasp-sim and tracr share, evaluated by both.
 
-Each strategy draw builds one program twice, as `rasp_sim.graph` nodes and as
+Each strategy draw builds one program twice, as `rasp_sim.core.graph` nodes and as
 `tracr.rasp.rasp` expressions, and both evaluators run it on the same random inputs.
 Known differences, and how the strategy stays clear of them:
 
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rasp_sim import graph as g
-from rasp_sim.evaluate import evaluate
+from rasp_sim.core import graph as g
+from rasp_sim.evaluation.evaluate import evaluate
 
 rasp = pytest.importorskip("tracr.rasp.rasp")
 

@@ -8,8 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from rasp_sim.evaluate import estimate_bytes, evaluate_batch
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.evaluation.evaluate import estimate_bytes, evaluate_batch
+from rasp_sim.language.interpreter import Interpreter
 
 PROGRAMS = {
     "sort": ("y = sort(tokens_int, tokens_int);", 32, "int"),

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rasp_sim import atom_functions, semantics
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
+from rasp_sim.core import atom_functions, semantics
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspError
 
 from .bases import plain, typed
 
@@ -15,7 +15,7 @@ NOT_CONSTANT = object()
 
 
 def atom_function(node: g.Map) -> Callable[..., Any]:
-    """The Map's value at one position, from rasp_sim.atom_functions (the interpreter's
+    """The Map's value at one position, from rasp_sim.core.atom_functions (the interpreter's
     table), as an element of an s-op: a value no sequence can hold (`(-1) ^ 0.5` is
     complex, a lookup table may hold a list) is the interpreter's type error there."""
     fn = atom_functions.atom_function(node.op, node.params)

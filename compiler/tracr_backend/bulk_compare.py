@@ -1,6 +1,6 @@
 """The interpreter and the weights' NumPy forward compared in bulk, on arrays.
 
-`validate.agree` decides one output position at a time, in Python; on a whole domain of
+`agreement.agree` decides one output position at a time, in Python; on a whole domain of
 10^7 inputs that is most of the time. Here a batch of inputs of one length is compared
 with the same rules, vectorised:
 - a categorical output: the interpreter's column is reduced to its distinct values, each
@@ -18,11 +18,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rasp_sim import graph as g
-from rasp_sim.evaluate import evaluate_defined
+from rasp_sim.core import graph as g
+from rasp_sim.evaluation.evaluate import evaluate_defined
 
 from ..forward import forward
 from ..weights import Transformer
+from .agreement import agree, vocabulary_ids
 from .runtime import NUMERIC_TOLERANCE, rows_per_pass
 
 # Bytes of activations one forward pass may take, at the most (rows_per_pass): a bound for
@@ -46,8 +47,6 @@ class Encoding:
 
     @classmethod
     def of(cls, weights: Transformer, vocab: Sequence[Any]) -> "Encoding":
-        from .validate import vocabulary_ids
-
         encoder = weights.input_encoder
         assert encoder is not None, "token models only (numeric inputs have no finite domain)"
         values = None if weights.output_encoder is None else weights.output_encoder.values
@@ -144,8 +143,6 @@ def _compare_numbers(got: np.ndarray, expected: np.ndarray, want: np.ndarray,
 
 def _acceptance(program_values: list, model_values: Sequence[Any]) -> np.ndarray:
     """(distinct program values, model output values) bools: `agree(model, program)`."""
-    from .validate import agree
-
     return np.array([[agree(m, p, False)[0] for m in model_values] for p in program_values],
                     dtype=bool).reshape(len(program_values), len(model_values))
 
@@ -167,8 +164,6 @@ def _compare_objects(want: np.ndarray, out: np.ndarray, encoding: Encoding,
                      rows: np.ndarray, tally: Tally) -> None:
     """An object column: `agree` per distinct value (a categorical output) or per element
     (a numerical one), as validation does."""
-    from .validate import agree
-
     if not encoding.numeric:
         try:
             _compare_categorical_objects(want, out, encoding, rows, tally)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from rasp_sim import graph as g
-from rasp_sim.errors import CompileError, RaspError, RaspResourceError, Span
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import CompileError, RaspError, RaspResourceError, Span
 
 from .runtime import MAX_LEN
 

@@ -31,13 +31,13 @@ import numpy as np
 from tracr.craft import bases as craft_bases
 from tracr.rasp import rasp
 
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspError
 
 from .atoms import NOT_CONSTANT, atom_function
 from .bases import ValueSets, plain, typed
 from .checks import MAX_TABLE, Unsupported, describe
-from rasp_sim.library_patterns import LayerNormParts, layer_norm_of
+from rasp_sim.core.library_patterns import LayerNormParts, layer_norm_of
 from .polynomial import UNDEFINED, Failure, Poly, Undefined, apply_op, leaf_atoms
 from .static import StaticValues
 

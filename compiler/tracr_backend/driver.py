@@ -63,9 +63,9 @@ _tracr_compiler_without_jax()
 import numpy as np  # noqa: E402
 from tracr.craft import transformers  # noqa: E402
 
-from rasp_sim import graph as g  # noqa: E402
-from rasp_sim import semantics  # noqa: E402
-from rasp_sim.errors import CompileError, RaspError  # noqa: E402
+from rasp_sim.core import graph as g  # noqa: E402
+from rasp_sim.core import semantics  # noqa: E402
+from rasp_sim.base.errors import CompileError, RaspError  # noqa: E402
 
 from ..weights import AttentionBlock, Transformer, WeightsError, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402

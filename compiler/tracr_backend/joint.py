@@ -27,8 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 from tracr.rasp import rasp
 
-from rasp_sim import graph as g
-from rasp_sim.evaluate import evaluate_defined
+from rasp_sim.core import graph as g
+from rasp_sim.evaluation.evaluate import evaluate_defined
 
 from .bases import OPERANDS, Undecided, ValueSets, plain, typed
 from .bulk_compare import interpreter_rows

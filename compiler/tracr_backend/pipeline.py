@@ -23,8 +23,8 @@ from tracr.compiler import expr_to_craft_graph, nodes, rasp_to_graph
 from tracr.craft import bases, transformers
 from tracr.rasp import rasp
 
-from rasp_sim import graph as g
-from rasp_sim.limits import recursion_limit
+from rasp_sim.core import graph as g
+from rasp_sim.base.limits import recursion_limit
 
 from . import blocks
 from .allocate import allocate

@@ -25,9 +25,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Union
 
-from rasp_sim import graph as g
-from rasp_sim import semantics
-from rasp_sim.errors import RaspError, Span
+from rasp_sim.core import graph as g
+from rasp_sim.core import semantics
+from rasp_sim.base.errors import RaspError, Span
 
 Atom = tuple  # ("leaf", key) or ("relu", LinearForm)
 Monomial = tuple  # sorted tuple of atoms; () is the constant term

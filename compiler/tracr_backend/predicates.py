@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 from .bases import plain
 

@@ -5,8 +5,8 @@ The domain (every sequence over the vocabulary of length min_len..max_len) is sp
 chunks: one length and a fixed prefix of tokens, the remaining positions enumerated, at
 most `CHUNK_INPUTS` inputs each. Each chunk is compared in bulk (bulk_compare.py: the
 interpreter against the weights' NumPy forward), in this process or on a Dask cluster
-(rasp_sim/dask_cluster.py). Every finished chunk is recorded in a folder, atomically
-(rasp_sim/atomic_write.py), under a manifest naming the model (its computation digest), the
+(rasp_sim/base/dask_cluster.py). Every finished chunk is recorded in a folder, atomically
+(rasp_sim/base/atomic_write.py), under a manifest naming the model (its computation digest), the
 program (a digest of its graph) and the domain, so that an interrupted proof resumes where
 it stopped. A record is used only if it checks out: sealed with that proof's digest and a
 checksum of its content, one of the domain's chunks, its counts that chunk's size; any
@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from rasp_sim import graph as g
-from rasp_sim.atomic_write import write_text
-from rasp_sim.bounded_read import UnreadableFile, read_json
-from rasp_sim.errors import RaspError
+from rasp_sim.core import graph as g
+from rasp_sim.base.atomic_write import write_text
+from rasp_sim.base.bounded_read import UnreadableFile, read_json
+from rasp_sim.base.errors import RaspError
 
 from ..weights import Transformer, computation_digest
 from .bulk_compare import Encoding, Tally, compare_rows
@@ -292,7 +292,7 @@ class Records:
 
 def _unlink(path: Path) -> None:
     """Remove a record; what cannot be removed (a folder of that name) is left, and a
-    record written there later is refused by name (rasp_sim.atomic_write)."""
+    record written there later is refused by name (rasp_sim.base.atomic_write)."""
     try:
         path.unlink(missing_ok=True)
     except OSError:
@@ -501,7 +501,7 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     recording finished chunks in `folder` and skipping those recorded there already
     whose records check out (none with `resume` False: every chunk is proven again).
     A `scheduler` is probed first, whatever the domain's size (ClusterError if it is not
-    a Dask scheduler answering in time: rasp_sim.dask_cluster.probe_scheduler).
+    a Dask scheduler answering in time: rasp_sim.base.dask_cluster.probe_scheduler).
 
     The first pending chunk runs here and measures the throughput; `report` gets the
     domain's size and the time estimate, then progress lines. The rest runs here when it
@@ -512,7 +512,7 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     is in the model)."""
     start = time.perf_counter()
     if scheduler is not None:
-        from rasp_sim.dask_cluster import probe_scheduler
+        from rasp_sim.base.dask_cluster import probe_scheduler
 
         probe_scheduler(scheduler, DASK_HINT)
     task, domain = proof_task(weights, root)
@@ -592,7 +592,7 @@ def _run(task: ProofTask, pending: Iterator[Chunk], proof: Proof, records: Recor
 
 def _run_dask(task: ProofTask, pending: Iterator[Chunk], proof: Proof, records: Records,
               workers: int, scheduler: str | None, report: Callable[[str], None]) -> None:
-    from rasp_sim.dask_cluster import dask_client
+    from rasp_sim.base.dask_cluster import dask_client
 
     with dask_client(workers, scheduler, DASK_HINT) as client:
         from dask.distributed import as_completed

@@ -19,8 +19,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from rasp_sim import semantics
-from rasp_sim.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError
+from rasp_sim.core import semantics
+from rasp_sim.base.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError
 
 from ..forward import floats_per_position, forward
 from ..weights import (DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load,

@@ -4,7 +4,7 @@ interpreter should not cost the model a layer.
 Two rules, applied bottom-up to a copy of the graph (the program's own graph is kept for
 validation):
 - a Map whose inputs are all constants is the constant it evaluates to (by
-  rasp_sim.semantics); where that evaluation fails, the Map is kept as it is;
+  rasp_sim.core.semantics); where that evaluation fails, the Map is kept as it is;
 - `a if c else a` (both branches the same node, or equal constants of the same type) is
   `a`. This removes the library's input checks, `check(y, bad, msg)` = `y if ok else y`
   with `ok` an `assert` (a dictionary lookup under --strict) that fails where `bad`,
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspError
 
 from .atoms import atom_function
 

@@ -24,9 +24,9 @@ from typing import Sequence, cast
 
 import numpy as np
 
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
-from rasp_sim.evaluate import evaluate_batch
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspError
+from rasp_sim.evaluation.evaluate import evaluate_batch
 
 
 def causal_nodes(nodes: Sequence[g.Node]) -> list[g.Node]:

@@ -31,11 +31,11 @@ from typing import Any, Callable, Sequence, TypeGuard, cast
 
 from tracr.rasp import rasp
 
-from rasp_sim import atom_functions
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspError
+from rasp_sim.core import atom_functions
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspError
 
-from rasp_sim import library_patterns as patterns
+from rasp_sim.core import library_patterns as patterns
 from . import predicates
 from .atoms import NOT_CONSTANT, atom_function, total
 from .bases import (DEFAULT, OPERANDS, SCALE, SIDES, SIGNED, SPAN, SUM, VALUE_MAP, ValueSets,

@@ -2,7 +2,7 @@
 
 On the declared input domain (every sequence over the vocabulary of length 1..max_len),
 in float64:
-- the rasp-sim interpreter (`rasp_sim.evaluate`) on the program,
+- the rasp-sim interpreter (`rasp_sim.evaluation.evaluate`) on the program,
 - the NumPy forward pass of the exported weights (runtime.py),
 - tracr's own haiku model (the module `AssembledTransformerModel.apply` runs, jitted and
   batched, inputs padded with tracr's PAD token under its input mask: driver.tracr_forward).
@@ -46,10 +46,12 @@ import numpy as np
 
 from tqdm import tqdm
 
-from rasp_sim import graph as g
-from rasp_sim.evaluate import evaluate_defined
+from rasp_sim.core import graph as g
+from rasp_sim.evaluation.evaluate import evaluate_defined
 
 from ..weights import Transformer
+from .agreement import agree, vocabulary_ids
+from .bulk_compare import Encoding, Tally, compare_rows
 from .runtime import NUMERIC_TOLERANCE, run_ids
 from .static import causal_nodes
 
@@ -320,31 +322,10 @@ def interpret(root: g.SOp, inputs: list[list]) -> list[list | None]:
     return out
 
 
-def agree(a: Any, b: Any, numeric: bool) -> tuple[bool, float]:
-    """(equal within the rules, absolute error if numbers)."""
-    # True == 1 in Python, but the program's values are typed: a bool is not an int.
-    same_kind = isinstance(a, str) == isinstance(b, str) and isinstance(a, bool) == isinstance(b, bool)
-    if a == b and same_kind:  # also inf == inf, whose difference is nan
-        return True, 0.0
-    if numeric or (isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool)):
-        try:
-            error = abs(float(a) - float(b))
-        except (TypeError, ValueError):
-            return False, math.inf
-        return error <= NUMERIC_TOLERANCE * max(1.0, abs(float(b))), error
-    return False, 0.0
-
-
 def causal_program(root: g.SOp) -> g.SOp:
     """What a causal model computes: the selector of every aggregate, whole, restricted to
     keys k <= q (static.causal_nodes, which the compile-time static values use too)."""
     return cast(g.SOp, causal_nodes([root])[0])
-
-
-def vocabulary_ids(tokens: Sequence[Any], vocab: Sequence[Any]) -> np.ndarray:
-    """The input encoder's id of each vocabulary entry (by value and type: 1 is not True)."""
-    return np.array([next(i for i, t in enumerate(tokens) if t == v and type(t) is type(v))
-                     for v in vocab], dtype=np.int64)
 
 
 def validate(root: g.SOp, weights: Transformer, vocab: Sequence[Any], max_len: int, *,
@@ -392,8 +373,6 @@ def _compare(report: Report, reference: g.SOp, rows: np.ndarray, vocab: Sequence
     """One batch of inputs of one length: the outputs compared, into `report`. Without
     tracr's model, in bulk (bulk_compare.py, the same rules on arrays)."""
     if tracr_forward is None:
-        from .bulk_compare import Encoding, Tally, compare_rows
-
         tally = Tally(max_numeric_error=report.max_numeric_error)
         compare_rows(reference, weights, Encoding.of(weights, vocab), rows, tally)
         report.compared += tally.compared

@@ -17,12 +17,13 @@ import time
 
 import numpy as np
 
-from rasp_sim import graph as g
+from rasp_sim.core import graph as g
 
 from ..weights import Transformer
 from .continuous import NumericDomain
 from .runtime import run_weights
-from .validate import Disagreement, Report, agree, causal_program, interpret
+from .agreement import agree
+from .validate import Disagreement, Report, causal_program, interpret
 
 # Random inputs per numeric validation by default: the domain is infinite, so the sample
 # is the second line (the lowering is exact by construction) and is kept to a second or so.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.base.errors import RaspResourceError
 
 from .paths import base, constraint_count, geometric
 from .target import Shape

@@ -1,7 +1,7 @@
 """The error raised for targets outside the class, bad shapes and unsolvable systems."""
 from __future__ import annotations
 
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 
 class UniversalError(RaspError):

@@ -4,7 +4,7 @@ model's domain (each token sequence over its vocabulary, lengths min_len..max_le
 On each input three outputs are decoded as `run_weights` decodes them (the arg-max over the
 output values, or the numeric read-out, BOS dropped): the machine's UT(X; E), the compiled
 model's own, and, when the program is given, the interpreter's. They must agree as the
-compile's validation requires (validate.agree: categorical values equal, numbers within
+compile's validation requires (agreement.agree: categorical values equal, numbers within
 1e-9 relative); inputs on which the interpreter fails are outside the program's domain
 and are compared with the model only.
 
@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from rasp_sim import graph as g
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.core import graph as g
+from rasp_sim.base.errors import RaspResourceError
 
 from ..forward import forward
 from ..tracr_backend.runtime import NUMERIC_TOLERANCE, compile_info, decode, run_ids
-from ..tracr_backend.validate import (Disagreement, agree, causal_program, describe_size,
-                                      domain_size, every_input, interpret, vocabulary_ids)
+from ..tracr_backend.agreement import agree, vocabulary_ids
+from ..tracr_backend.validate import (Disagreement, causal_program, describe_size, domain_size,
+                                      every_input, interpret)
 from ..weights import Transformer
 from .compiled import one_hot_inputs
 from .embed import Embedding, program

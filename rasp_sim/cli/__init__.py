@@ -19,8 +19,8 @@ import warnings
 from contextlib import contextmanager
 from typing import Iterator, NamedTuple, Sequence
 
-from ..errors import RaspError
-from ..freed_memory import keep_freed_memory
+from ..base.errors import RaspError
+from ..base.freed_memory import keep_freed_memory
 from .streams import OutputFailed, guarded_stdout, silence_stdout
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..draw_formats import DEFAULT_DPI, DRAW_FORMATS
+from ..pictures.draw_formats import DEFAULT_DPI, DRAW_FORMATS
 from .json_text import json_text
 from .options import (
     add_example_input_option, add_exact_option, add_json_option, add_name_options, add_sandbox_option, add_strict_option,
@@ -66,7 +66,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def run_analyse(args: argparse.Namespace) -> int:
-    from ..analyse import analyse, format_table
+    from ..language.analyse import analyse, format_table
     from .program import run_statements
 
     name = chosen_name(args)
@@ -83,10 +83,10 @@ def run_analyse(args: argparse.Namespace) -> int:
 
 
 def run_draw(args: argparse.Namespace) -> int:
-    from ..analyse import analyse
-    from ..draw import drawing, write_picture
-    from ..draw_collapse import call_names
-    from ..graph import ancestors
+    from ..language.analyse import analyse
+    from ..pictures.draw import drawing, write_picture
+    from ..pictures.draw_collapse import call_names
+    from ..core.graph import ancestors
     from .inputs import parse_input
     from .program import run_statements
 

@@ -10,18 +10,19 @@ import math
 import sys
 from typing import Any
 
-from ..dask_cluster import PROBE_SECONDS
-from ..errors import RaspError
-from ..graph import SOp
-from ..program_files import check_regular
+from ..base.dask_cluster import PROBE_SECONDS
+from ..base.errors import RaspError
+from ..core.graph import SOp
+from ..base.counts import positive, sample_count, seed_number
+from ..base.program_files import check_regular
 from . import EXIT_INTERRUPTED, UsageError
 from .json_text import json_text
 from .options import (
     add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
-    add_unvalidated_option, checked_scheduler, positive, check_output,
-    sample_count, seed_number,
+    add_unvalidated_option, checked_scheduler, check_output,
 )
-from .program import at_call_site, binding_span, load_named_node
+from ..language.call_sites import at_call_site, binding_span
+from .program import load_named_node
 from .stages import StageLine
 
 

@@ -22,9 +22,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..atomic_write import write_text
+from ..base.atomic_write import write_text
 from . import EXIT_INTERRUPTED, UsageError
-from .options import add_json_option, checked_scheduler, positive, seed_number
+from ..base.counts import positive, seed_number
+from .options import add_json_option, checked_scheduler
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -178,7 +179,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def _check_capacity(configs: list, out: Path, as_json: bool) -> int:
     """Each attention-only machine's ceiling (capacity/check.py) beside the training results
     in `out`/summary.json, if there is one; writes nothing."""
-    from rasp_sim.bounded_read import UnreadableFile
+    from rasp_sim.base.bounded_read import UnreadableFile
     from rasp_sim.experiments.capacity.check import check
     from rasp_sim.experiments.capacity.report import ceiling_rows, markdown_ceilings
     from rasp_sim.experiments.errors import ExperimentError

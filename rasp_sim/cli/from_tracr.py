@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import RaspError
+from ..base.errors import RaspError
 from . import UsageError
-from .options import positive, check_output
+from ..base.counts import positive
+from .options import check_output
 from .output_file import is_standard_output
 
 
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_from_tracr(args: argparse.Namespace) -> int:
-    from ..atomic_write import write_text
+    from ..base.atomic_write import write_text
     from ..tracr_frontend import to_rasp
 
     module_path, sop, vocab, max_len = _load(args.program)

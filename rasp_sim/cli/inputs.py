@@ -3,11 +3,11 @@
 One rule for both: text that parses as a JSON list is that list (its elements must be
 atoms: numbers, strings, booleans); any other text is a string, i.e. the sequence of its
 characters, as in the original's `e("hello")`. A list of integers is returned as an int64
-array, which the evaluator takes whole (rasp_sim.evaluate).
+array, which the evaluator takes whole (rasp_sim.evaluation.evaluate).
 
 Exact mode reads each number as the decimal it spells (`0.1` is 1/10, not the double
 nearest it) and a string that spells a fraction (`"1/3"`) as that rational. Integers and
-exact values are refused beyond rasp_sim.limits.MAX_INT_BITS, before they are built. A
+exact values are refused beyond rasp_sim.base.limits.MAX_INT_BITS, before they are built. A
 line of an inputs file that is not a valid input becomes a `BadInput`, so that the other
 lines can still run.
 """
@@ -24,9 +24,9 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..errors import RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Source, Span
-from ..limits import MAX_INT_BITS, MAX_INT_DIGITS
-from ..program_files import open_regular
+from ..base.errors import RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Source, Span
+from ..base.limits import MAX_INT_BITS, MAX_INT_DIGITS
+from ..base.program_files import open_regular
 
 Atom = Any
 Input = Union[str, "list[Atom]", np.ndarray]  # see parse_input
@@ -311,7 +311,7 @@ def _checked_int(token: str) -> int:
     value = int(token) if digits <= MAX_INT_DIGITS else None
     if value is None or value.bit_length() > MAX_INT_BITS:
         raise _TokenError(token, f"an input integer of {digits:,} digits is above the limit "
-                          f"of {MAX_INT_BITS:,} bits (rasp_sim.limits.MAX_INT_BITS)")
+                          f"of {MAX_INT_BITS:,} bits (rasp_sim.base.limits.MAX_INT_BITS)")
     return value
 
 
@@ -325,7 +325,7 @@ def _exact_number(token: str) -> Fraction:
         shown = token if len(token) <= 30 else token[:27] + "..."
         raise _TokenError(token, f"the exact value of {shown} has more than "
                           f"{MAX_INT_DIGITS:,} digits, above the limit of {MAX_INT_BITS:,} "
-                          "bits (rasp_sim.limits.MAX_INT_BITS)")
+                          "bits (rasp_sim.base.limits.MAX_INT_BITS)")
     return Fraction(token)
 
 

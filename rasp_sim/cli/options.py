@@ -8,40 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 from decimal import Decimal, InvalidOperation
-from typing import Callable, Mapping
+from typing import Mapping
 
+from ..base.counts import MAX_SIZE
 from . import UsageError
 
-# The largest size the memory options accept: beyond any machine's address space.
-MAX_SIZE = 2**63 - 1
 _SIZE_UNITS = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3,
                "mb": 10**6, "gb": 10**9, "tb": 10**12, "b": 1, "": 1}
-
-
-def _integer(minimum: int, what: str, maximum: int = 2**31 - 1) -> Callable[[str], int]:
-    """An argparse type: an integer from minimum to maximum. Every count has a maximum, so
-    that no count option can ask for work or memory the machine does not have."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected {what}")
-        if value > maximum:
-            raise argparse.ArgumentTypeError(
-                f"invalid value {text!r}: expected {what} of at most {maximum:,}")
-        return value
-    return parse
-
-
-positive = _integer(1, "a positive integer")
-# NumPy's and JAX's generators take seeds of 32 bits and more; 2^32 - 1 fits every one.
-seed_number = _integer(0, "a seed, an integer >= 0", 2**32 - 1)
-# Random inputs a validation draws: each is run through the interpreter and the model
-# (tens of microseconds each), so 10^6 is already minutes of work.
-MAX_SAMPLES = 10**6
-sample_count = _integer(1, "a positive number of samples", MAX_SAMPLES)
 
 
 def parse_size(text: str) -> int:
@@ -166,9 +139,9 @@ def check_output(output: str, *inputs: str | None, stream_ok: bool = False) -> N
     """-o, before any work: it may not name one of the command's input files (writing it
     would destroy the input: UsageError, exit 2), and must be a path rasp-sim may replace,
     a regular file or nothing yet (a device, FIFO, socket or folder is refused, a link is
-    followed: rasp_sim.atomic_write.writable). `-` is standard output where the command
+    followed: rasp_sim.base.atomic_write.writable). `-` is standard output where the command
     can write there (`stream_ok`; rasp_sim/cli/output_file.py), else a UsageError."""
-    from ..atomic_write import writable
+    from ..base.atomic_write import writable
     from .output_file import is_standard_output
 
     if not output:
@@ -197,9 +170,9 @@ def checked_scheduler(address: str,
                       "'rasp-sim[train]'") -> str:
     """A Dask scheduler address, PROTOCOL://HOST:PORT or HOST:PORT (a bare word, a path
     or a scheduler file would be read as something else by Dask), that answers as a Dask
-    scheduler: checked before any work, within rasp_sim.dask_cluster.PROBE_SECONDS
+    scheduler: checked before any work, within rasp_sim.base.dask_cluster.PROBE_SECONDS
     (ClusterError otherwise, saying whether it is unreachable or not Dask)."""
-    from rasp_sim.dask_cluster import SCHEDULER_ADDRESS, probe_scheduler
+    from rasp_sim.base.dask_cluster import SCHEDULER_ADDRESS, probe_scheduler
 
     if not SCHEDULER_ADDRESS.fullmatch(address):
         raise UsageError(f"--scheduler {address!r}: expected a Dask scheduler address such "

@@ -12,8 +12,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..display import column_type_label, type_label
-from ..errors import RaspError
+from ..language.display import column_type_label, type_label
+from ..base.errors import RaspError
 from .inputs import atoms
 from .json_text import json_text
 

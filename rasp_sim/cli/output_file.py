@@ -13,7 +13,7 @@ import sys
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator, Sequence
 
-from ..atomic_write import replacing
+from ..base.atomic_write import replacing
 from . import UsageError
 from .streams import OutputFailed
 
@@ -27,7 +27,7 @@ def is_standard_output(output: str | os.PathLike) -> bool:
 @contextmanager
 def output_file(output: str | os.PathLike) -> Iterator[BinaryIO]:
     """A binary stream for the command's output: `output` replaced atomically when the
-    block ends (rasp_sim.atomic_write), or standard output for `-` (a failed write there
+    block ends (rasp_sim.base.atomic_write), or standard output for `-` (a failed write there
     is OutputFailed, which the CLI reports in one line, as for any printed result)."""
     if not is_standard_output(output):
         with replacing(output) as handle:

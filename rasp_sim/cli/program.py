@@ -5,14 +5,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ast import Assign
-from ..errors import RaspError, Span, at_caller
-from ..evaluate import DEFAULT_MEMORY_LIMIT
-from ..graph import Node
-from ..parser import parse
-from ..program import Program
-from ..program_files import read_program
-from ..repl_session import Session
+from ..base.errors import RaspError
+from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT
+from ..core.graph import Node
+from ..language.program import Program
+from ..language.repl_session import Session
 
 
 def sandbox_folder(file: str | None, sandbox: bool) -> Path | None:
@@ -37,13 +34,13 @@ def run_statements(file: str, name: str | None, *, exact: bool = False,
                    memory_limit: int = DEFAULT_MEMORY_LIMIT,
                    command: str = "run") -> Program:
     """Run `file` for `rasp-sim COMMAND` (run, analyse, draw), going on past failing
-    statements (rasp_sim.run_session): lazily without `example`, as the original with
+    statements (rasp_sim.language.run_session): lazily without `example`, as the original with
     it. The failures are reported on stderr, and so is what the statements display
     (`show example`: stdout is the command's output); a RaspError (saying why) if the
     target `name` (None: the last name assigned) cannot be computed. `memory_limit`:
     --memory-limit, a share of which bounds the program's atom-level values
-    (rasp_sim.limits.AtomBudget)."""
-    from ..run_session import FaithfulSession, LazySession
+    (rasp_sim.base.limits.AtomBudget)."""
+    from ..language.run_session import FaithfulSession, LazySession
 
     options: dict[str, Any] = dict(exact=exact, strict=strict, errors=sys.stderr,
                                    output=sys.stderr, sandbox=sandbox_folder(file, sandbox),
@@ -65,24 +62,3 @@ def load_named_node(file: str, name: str | None, *, strict: bool = False,
     """Run `file` and return `name`'s s-op or selector (default: the last name the
     program assigned), for commands that only look at the graph."""
     return load_program(file, strict=strict, sandbox=sandbox).node(name)
-
-
-def binding_span(file: str, name: str) -> Span | None:
-    """The span of the last statement of `file` that binds `name`, or None."""
-    try:
-        program = parse(read_program(file), file)
-    except RaspError:
-        return None
-    bindings = [s for s in program.statements if isinstance(s, Assign) and name in s.names]
-    return bindings[-1].span if bindings else None
-
-
-def at_call_site(error: RaspError, binding: Span | None) -> RaspError:
-    """An error located in a loaded file (the standard library, `programs/`) is reported
-    at `binding`, the user's statement that binds the evaluated name (the call that led
-    there; see `binding_span`), with the loaded file's line as a note: graph nodes built
-    inside a library function remember only the library's lines."""
-    if (error.span is None or binding is None
-            or Path(error.span.file).resolve() == Path(binding.file).resolve()):
-        return error
-    return at_caller(error, binding)

@@ -15,21 +15,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from ..errors import RaspError, RaspResourceError, Source, Span
-from ..program_files import MAX_PROGRAM_BYTES
+from ..base.errors import RaspError, RaspResourceError, Source, Span
+from ..base.program_files import MAX_PROGRAM_BYTES
 from .program import sandbox_folder
 from .options import add_language_options
 from .repl_draw import DRAW_FOLDER, DRAW_FORMATS
 
 if TYPE_CHECKING:  # imported by the handler: `rasp-sim --help` stays light
-    from ..repl_session import ReplSession
+    from ..language.repl_session import ReplSession
 
 # The original's banner and prompts; a continuation line is indented by two spaces for
 # each `def` in the statement so far, as the original indents it.
 BANNER = "RASP 0.1\nrunning example is: hello"
 PROMPT, CONTINUATION = ">> ", ".. "
 # Longest line read from piped input: a statement has at most 10,000 tokens
-# (rasp_sim.source_limits), so a longer line is not a program; without a bound, a stream
+# (rasp_sim.base.source_limits), so a longer line is not a program; without a bound, a stream
 # with no line break (/dev/zero) would be read whole into memory.
 MAX_LINE_CHARS = 2**20
 
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_repl(args: argparse.Namespace) -> int:
-    from ..repl_session import ReplSession
+    from ..language.repl_session import ReplSession
     from .repl_draw import picture_writer
 
     repl = ReplSession(exact=args.exact, strict=args.strict,
@@ -89,7 +89,7 @@ def session(repl: ReplSession, read_line: Callable[[str], str | None], out: Text
 
     As in the original, a blank or comment line before a statement starts one (the next
     prompt is `.. `), and end of input prints a line break (`exit` does not)."""
-    from ..parser import IncrementalCheck
+    from ..language.parser import IncrementalCheck
 
     pending: list[str] = []
     pending_chars = 0
@@ -113,7 +113,7 @@ def session(repl: ReplSession, read_line: Callable[[str], str | None], out: Text
         if pending_chars > MAX_PROGRAM_BYTES:  # an unfinished statement of blank lines
             raise RaspResourceError(
                 f"an unfinished statement of more than {MAX_PROGRAM_BYTES:,} characters "
-                "(rasp_sim.program_files.MAX_PROGRAM_BYTES)",
+                "(rasp_sim.base.program_files.MAX_PROGRAM_BYTES)",
                 Span.whole_file("<stdin>"))
         if check.add_line(line):
             continue
@@ -138,7 +138,7 @@ def _prompt(pending: list[str]) -> str:
 def _run_chunk(repl: ReplSession, text: str, out: TextIO) -> None:
     """Parse a complete chunk of input and run its statements; one that fails is
     reported and the next runs (Ctrl-C stops them all)."""
-    from ..parser import parse
+    from ..language.parser import parse
 
     program = parse(text, "<repl>", strict=repl.interpreter.strict)
     for statement in program.statements:

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from .. import graph
-from ..errors import RaspError
+from ..core import graph
+from ..base.errors import RaspError
 
 DRAW_FOLDER = "comp_flows"  # the original's folder
 DRAW_FORMATS = ("pdf", "svg", "png")
@@ -22,7 +22,7 @@ _NAME_CHARS = 80  # a file name longer than this is cut (the input can be long)
 def picture_name(node: graph.SOp, example: Any) -> str:
     """`reverse("hey")`, `sort([3, 1])`: the s-op's name and the input, with the
     characters that are unsafe in file names replaced by `_`."""
-    from ..analyse import node_label
+    from ..language.analyse import node_label
 
     shown = f'"{example}"' if isinstance(example, str) else str(list(example))
     name = f"{node_label(node)}({shown})"
@@ -33,10 +33,10 @@ def picture_writer(folder: str | Path, form: str, exact: bool,
                    out: TextIO) -> Callable[[graph.SOp, Any], None]:
     """The interpreter's `draw_hook`: draw `node` on `example` into `folder`."""
     def write(node: graph.SOp, example: Any) -> None:
-        from ..analyse import analyse
-        from ..draw import drawing, render
-        from ..evaluate import evaluate
-        from ..graph import ancestors
+        from ..language.analyse import analyse
+        from ..pictures.draw import drawing, render
+        from ..evaluation.evaluate import evaluate
+        from ..core.graph import ancestors
 
         nodes = list(ancestors(node))
         (values,) = evaluate(nodes, [example if isinstance(example, str) else list(example)],

@@ -11,9 +11,9 @@ from .output_file import is_standard_output, output_format, write_output
 from .trace import add_model_and_input
 
 if TYPE_CHECKING:
-    from ..model import Model
-    from ..model_files import ModelFiles
-    from ..report import Reference
+    from ..compiled.model import Model
+    from ..compiled.model_files import ModelFiles
+    from ..pictures.report import Reference
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,10 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _reference(model: "Model", sequence: Any, files: "ModelFiles") -> "Reference":
     """The interpreter's output on `sequence` for the program the compile record names,
     or a `Reference` saying why there is none: the program is not a file the model may
-    name (rasp_sim/model_files.py: its own folder or the library), or it fails."""
-    from ..errors import RaspError
-    from ..model_files import Refused
-    from ..report import Reference
+    name (rasp_sim/compiled/model_files.py: its own folder or the library), or it fails."""
+    from ..base.errors import RaspError
+    from ..compiled.model_files import Refused
+    from ..pictures.report import Reference
 
     file, name = model.info.get("program"), model.info.get("name")
     if not isinstance(file, str) or not file:
@@ -52,10 +52,10 @@ def _reference(model: "Model", sequence: Any, files: "ModelFiles") -> "Reference
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..errors import RaspError
-    from ..model import load_model
-    from ..model_files import ModelFiles
-    from ..report import report_html
+    from ..base.errors import RaspError
+    from ..compiled.model import load_model
+    from ..compiled.model_files import ModelFiles
+    from ..pictures.report import report_html
     from .inputs import atoms, command_line_input
 
     output_format(args.output, None, ("html", "htm"))

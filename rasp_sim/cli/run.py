@@ -8,9 +8,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import RaspError, Span
-from ..limits import ATOM_MEMORY_SHARE
-from ..program_files import check_regular
+from ..base.errors import RaspError, Span
+from ..base.limits import ATOM_MEMORY_SHARE
+from ..base.program_files import check_regular
 from . import UsageError
 from .inputs import BadInput, Entries, atoms, command_line_input, read_inputs_file
 from .output import Printer
@@ -107,7 +107,8 @@ Columns = Callable[["Sequence[Any] | np.ndarray", int], Iterator[tuple[list[int]
 
 
 def _program_columns(args: argparse.Namespace) -> tuple[str, Columns]:
-    from .program import at_call_site, binding_span, run_statements
+    from ..language.call_sites import at_call_site, binding_span
+    from .program import run_statements
 
     example = None
     if args.example is not None:

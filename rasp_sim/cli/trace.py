@@ -14,7 +14,7 @@ from .options import (add_json_option, add_memory_limit_option, add_unvalidated_
                       check_output)
 
 if TYPE_CHECKING:
-    from ..trace import HeadPattern, Trace
+    from ..compiled.trace import HeadPattern, Trace
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
 
@@ -47,7 +47,7 @@ def add_model_and_input(parser: argparse.ArgumentParser) -> None:
 
 
 def run_trace(args: argparse.Namespace) -> int:
-    from ..model import load_model
+    from ..compiled.model import load_model
     from .inputs import atoms, command_line_input
 
     if args.output is not None:
@@ -63,7 +63,7 @@ def run_trace(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(trace.to_json()))
     elif args.output is not None:
-        from ..trace_plot import write_trace_figure
+        from ..pictures.trace_plot import write_trace_figure
 
         with output_file(args.output) as stream:
             write_trace_figure(trace, stream, figure_format)

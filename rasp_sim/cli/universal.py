@@ -26,14 +26,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..atomic_write import replacing
-from ..errors import RaspError
-from ..program_files import check_regular
+from ..base.atomic_write import replacing
+from ..base.errors import RaspError
+from ..base.counts import positive, seed_number
+from ..base.program_files import check_regular
 from . import UsageError
 from .json_text import json_text
 from .options import (
-    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option, positive,
-    check_output, seed_number,
+    add_json_option, add_memory_limit_option, add_name_option, add_sandbox_option,
+    check_output,
 )
 
 
@@ -365,11 +366,11 @@ def _verify_compiled(args: argparse.Namespace, loaded) -> int:
 def _program_of(args: argparse.Namespace, model) -> tuple[Any, str]:
     """The s-op to compare with, and a line saying which program ran: --program/--name,
     else the compile record's program file and name when the model may name that file
-    (rasp_sim/model_files.py: a weights file is untrusted input, it never makes rasp-sim
+    (rasp_sim/compiled/model_files.py: a weights file is untrusted input, it never makes rasp-sim
     run a program outside the model's folder and the library); None if there is none."""
     from rasp_sim.compiler import compile_info
-    from rasp_sim.graph import SOp
-    from rasp_sim.model_files import ModelFiles, Refused
+    from rasp_sim.core.graph import SOp
+    from rasp_sim.compiled.model_files import ModelFiles, Refused
 
     from .compile import load_sop
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import semantics
-from ..limits import check_rational_sum
+from ..core import semantics
+from ..base.limits import check_rational_sum
 from .columns import (
     FLOAT32_EXACT_INT,
     FLOAT_EXACT_INT,

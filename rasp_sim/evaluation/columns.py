@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .. import semantics
+from ..core import semantics
 
 INT64_MAX = np.iinfo(np.int64).max
 FLOAT_EXACT_INT = 2**53  # every int of at most this magnitude is an exact float64

@@ -1,4 +1,4 @@
-"""Vectorised `Map` ops: NumPy fast paths that reproduce `rasp_sim.atom_functions` exactly,
+"""Vectorised `Map` ops: NumPy fast paths that reproduce `rasp_sim.core.atom_functions` exactly,
 and a generic object path that calls that table's function on every element.
 
 A fast path returns None whenever it cannot guarantee the semantics' values and element
@@ -27,8 +27,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import semantics
-from ..atom_functions import UNARY_OPS, atom_function
+from ..core import semantics
+from ..core.atom_functions import UNARY_OPS, atom_function
 from .columns import (
     FLOAT_EXACT_INT,
     INT64_MAX,

@@ -11,7 +11,7 @@ apply to the values at hand it computes the unfused nodes from the same inputs.
 - before: `select(k, k, <) or (select(k, k, ==) and select(indices, indices, <))` (the
   library's `sort`): one compare of the integer key k·n + index (strings by code point).
 - width: the library's `selector_width(s)` and `length` (stdlib.rasp: a mean over
-  `s or key0` and `round`; rasp_sim/library_patterns.py finds them): the number of keys
+  `s or key0` and `round`; rasp_sim/core/library_patterns.py finds them): the number of keys
   each query of s selects, a row count.
 - before width: the same of the library's sort selector `before` (below), whose keys
   (k, position) are all distinct: each query's rank among them, one stable argsort per
@@ -31,8 +31,8 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from .. import graph
-from ..library_patterns import selector_width_of
+from ..core import graph
+from ..core.library_patterns import selector_width_of
 from .attention import aggregate, gathered, row_counts, select
 from .columns import INT64_MAX, max_abs
 from .elementwise import _string_ranks, compare

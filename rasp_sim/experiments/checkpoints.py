@@ -2,7 +2,7 @@
 
 A checkpoint (train.py's save_checkpoint) is an .npz archive: `__header__` (JSON as uint8)
 and `leaf0`..`leafN-1`, the parameters and optimizer state in JAX's flattening order.
-Writes are atomic (rasp_sim/atomic_write.py), so a checkpoint rasp-sim wrote is whole; one
+Writes are atomic (rasp_sim/base/atomic_write.py), so a checkpoint rasp-sim wrote is whole; one
 cut short, damaged or forged by other means is UnreadableCheckpoint: the file is read only
 if it is a regular file no larger than the run's arrays imply (`checkpoint_bytes`; a FIFO
 would block, /dev/zero or a sparse file would be read whole), every leaf's .npy header is
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bounded_read import UnreadableFile, parse_json, read_bytes
+from ..base.bounded_read import UnreadableFile, parse_json, read_bytes
 from .backbones import trained_count, universal_m
 from .config import RunConfig
 from .errors import ExperimentError

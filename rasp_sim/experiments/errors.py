@@ -1,7 +1,7 @@
 """The error every bad experiment request raises (unknown task, too large, diverged...)."""
 from __future__ import annotations
 
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 
 class ExperimentError(RaspError):

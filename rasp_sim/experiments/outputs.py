@@ -15,8 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..atomic_write import writable
-from ..errors import OutputRefused
+from ..base.atomic_write import writable
+from ..base.errors import OutputRefused
 from .checkpoints import CHECKPOINT, UnreadableCheckpoint, check_checkpoint
 from .config import RunConfig
 from .errors import ExperimentError

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic_write import replacing
-from ..bounded_read import UnreadableFile, read_json
+from ..base.atomic_write import replacing
+from ..base.bounded_read import UnreadableFile, read_json
 from .backbones import VARIANTS
 from .errors import ExperimentError
 from .outputs import curves_path

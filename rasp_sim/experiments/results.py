@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..atomic_write import write_text
-from ..bounded_read import UnreadableFile, read_json
-from ..errors import OutputRefused
+from ..base.atomic_write import write_text
+from ..base.bounded_read import UnreadableFile, read_json
+from ..base.errors import OutputRefused
 from .backbones import VARIANTS
 from .errors import ExperimentError
 from .tasks.dyck import HELD_OUT_ABOVE

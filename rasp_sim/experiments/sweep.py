@@ -55,7 +55,7 @@ def sweep(configs: list[RunConfig], out_dir: Path, workers: int = 1,
 
 
 def _dask(configs, jobs, out_dir, workers, scheduler, resume, report, device_name):
-    from rasp_sim.dask_cluster import ClusterError, dask_client
+    from rasp_sim.base.dask_cluster import ClusterError, dask_client
 
     try:
         with dask_client(workers, scheduler, "install the train extra (pip install "

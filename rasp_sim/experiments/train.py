@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from rasp_sim.atomic_write import replacing  # noqa: E402
+from rasp_sim.base.atomic_write import replacing  # noqa: E402
 from rasp_sim.compiler import forward  # noqa: E402
 from rasp_sim.compiler.weights import AttentionBlock, SparseMatrix, as_dense  # noqa: E402
 from .shortcuts import at_rows, attend_from, first_block_by_table, last_attention  # noqa: E402
@@ -31,7 +31,8 @@ from .config import RunConfig  # noqa: E402
 from . import stopping  # noqa: E402
 from .checkpoints import CHECKPOINT, read_checkpoint, restored_rng  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
-from .tasks import Batch, grouped_accuracy, majority_accuracy, make_task  # noqa: E402
+from .tasks import make_task  # noqa: E402
+from .tasks.batch import Batch, grouped_accuracy, majority_accuracy  # noqa: E402
 
 EVAL_CHUNK = 250
 CURVE_EVAL_SIZE = 1000  # the curves use the first 1000 test samples; final results all

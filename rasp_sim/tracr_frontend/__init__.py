@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 from typing import Any, Collection
 
-from .. import api_arguments as arguments
-from ..cli.options import positive
-from ..errors import RaspTypeError
-from ..model import Model
-from ..program import Program
+from ..base import api_arguments as arguments
+from ..base.counts import positive
+from ..base.errors import RaspTypeError
+from ..compiled.model import Model
+from ..language.program import Program
 from .columns import MAX_COLUMN_VALUES, ConversionError
 from .translate import Translation, translate
 

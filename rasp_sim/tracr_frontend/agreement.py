@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..compiler.tracr_backend.validate import domain_size
-from ..errors import RaspError
-from ..program import Program
+from ..base.errors import RaspError
+from ..language.program import Program
 
 # Above this many inputs a domain is sampled instead of enumerated.
 WHOLE_DOMAIN_LIMIT = 100_000

@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..errors import RaspError
+from ..base.errors import RaspError
 
 # Above this many values a column is refused: its tables would not fit a program
-# (rasp_sim.source_limits.MAX_PROGRAM_TOKENS counts every key and value of them).
+# (rasp_sim.base.source_limits.MAX_PROGRAM_TOKENS counts every key and value of them).
 MAX_COLUMN_VALUES = 10_000
 
 

@@ -36,8 +36,8 @@ from tracr.rasp import rasp
 
 from .columns import (MAX_COLUMN_VALUES, Column, ConversionError, atom, column, literal,
                       lookup_text, means, sort_key, stand_in)
-from ..graph import ancestors
-from ..source_limits import MAX_PROGRAM_TOKENS, MAX_STATEMENT_TOKENS, count_tokens
+from ..core.graph import ancestors
+from ..base.source_limits import MAX_PROGRAM_TOKENS, MAX_STATEMENT_TOKENS, count_tokens
 from .selects import COMPARISONS, Relation, relation, select_text
 
 # Names a program's top level cannot bind (the base environment and the standard
@@ -162,18 +162,18 @@ class _Writer:
 
     def _statement(self, label: str, line: str) -> None:
         """Add `line`, refusing here (with the s-op's label) what the parser's size limits
-        (rasp_sim.source_limits) would refuse later without it."""
+        (rasp_sim.base.source_limits) would refuse later without it."""
         tokens = count_tokens(line)[0]
         self.tokens += tokens
         if tokens > MAX_STATEMENT_TOKENS:
             raise ConversionError(f"{label}: its table needs a statement of {tokens:,} tokens, "
                                   f"more than a RASP statement may hold ({MAX_STATEMENT_TOKENS:,},"
-                                  " rasp_sim.source_limits.MAX_STATEMENT_TOKENS): the values "
+                                  " rasp_sim.base.source_limits.MAX_STATEMENT_TOKENS): the values "
                                   "that can reach it are too many to tabulate")
         if self.tokens > MAX_PROGRAM_TOKENS:
             raise ConversionError(f"{label}: the program's tables pass {MAX_PROGRAM_TOKENS:,} "
                                   "tokens, more than a RASP program may hold "
-                                  "(rasp_sim.source_limits.MAX_PROGRAM_TOKENS)")
+                                  "(rasp_sim.base.source_limits.MAX_PROGRAM_TOKENS)")
         self.lines.append(line)
 
     def helper(self, owner: str, part: str, text: str) -> str:

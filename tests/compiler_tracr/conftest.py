@@ -13,7 +13,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 
 def node_of(source: str, name: str, file: str = "<test>"):
     """Run RASP `source` and return the node bound to `name`."""
-    from rasp_sim.interpreter import Interpreter
+    from rasp_sim.language.interpreter import Interpreter
 
     interpreter = Interpreter()
     interpreter.run_source(source, file)

@@ -1,5 +1,5 @@
 """The proof's bulk comparison (compiler/tracr_backend/bulk_compare.py) against
-`validate.agree` element by element, on a program whose output column mixes types."""
+`agreement.agree` element by element, on a program whose output column mixes types."""
 from __future__ import annotations
 
 import itertools
@@ -17,7 +17,7 @@ def _one_hot(chosen: list[list[int]], width: int) -> np.ndarray:
 def test_a_mixed_column_is_compared_by_value_and_type():
     """True == 1 in Python, but a program's True is not the model's 1, nor None its 0."""
     from rasp_sim.compiler.tracr_backend.bulk_compare import _compare_categorical_objects
-    from rasp_sim.compiler.tracr_backend.validate import agree
+    from rasp_sim.compiler.tracr_backend.agreement import agree
 
     values = (0, 1, True, None)
     encoding = Encoding(vocab=("a",), vocab_ids=np.array([1]), bos=0, numeric=False,
@@ -43,7 +43,7 @@ def test_a_column_of_bools_and_ints_proven_and_a_wrong_model_caught(driver):
     length 4 agrees, and a model whose two output values are swapped is caught at the
     first position `agree` refuses."""
     from rasp_sim.compiler.tracr_backend.proof import proof_task
-    from rasp_sim.compiler.tracr_backend.validate import agree
+    from rasp_sim.compiler.tracr_backend.agreement import agree
 
     from .conftest import node_of
 
@@ -70,7 +70,7 @@ def test_numbers_of_mixed_types_compared_as_floats_like_agree(driver, library):
     as float(b), as `agree` does: no disagreement on every input of length 5, and a model
     whose outputs are scaled by 1.5 is caught at a position `agree` refuses."""
     from rasp_sim.compiler.tracr_backend.proof import proof_task
-    from rasp_sim.compiler.tracr_backend.validate import agree
+    from rasp_sim.compiler.tracr_backend.agreement import agree
 
     root = library("sort.rasp", "sorted_unique")
     vocab = driver.parse_vocab(["0", "1", "2", "3"], driver.tokens_kind(root))

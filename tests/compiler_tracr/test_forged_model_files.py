@@ -1,7 +1,7 @@
 """A hash-valid model whose compile record names files outside its folder, a FIFO, a
 device or an oversized file: `report` quotes no line of them and says why, runs no
 program outside the model's folder, and nothing blocks; `universal verify` refuses the
-same programs by the same rule (rasp_sim/model_files.py). The record is forged the way
+same programs by the same rule (rasp_sim/compiled/model_files.py). The record is forged the way
 anyone can: edited, then saved, which recomputes its SHA-256."""
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hang_guard import deadline
 import rasp_sim
 from rasp_sim.cli import main
 from rasp_sim.compiler.tracr_backend.runtime import COMPILE_KEY
-from rasp_sim.model import Model
-from rasp_sim.program_files import MAX_PROGRAM_BYTES
+from rasp_sim.compiled.model import Model
+from rasp_sim.base.program_files import MAX_PROGRAM_BYTES
 
 pytest.importorskip("tracr")
 

@@ -24,7 +24,7 @@ from rasp_sim.compiler import load_weights, run_weights  # noqa: E402
 from rasp_sim.compiler.tracr_backend import proof as proofs  # noqa: E402
 from rasp_sim.compiler.tracr_backend.driver import COMPILE_KEY  # noqa: E402
 from rasp_sim.compiler.weights import save  # noqa: E402
-from rasp_sim.evaluate import evaluate  # noqa: E402
+from rasp_sim.evaluation.evaluate import evaluate  # noqa: E402
 
 from .conftest import EXAMPLES, node_of  # noqa: E402
 

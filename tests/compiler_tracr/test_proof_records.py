@@ -378,7 +378,7 @@ def test_an_unreachable_scheduler_is_refused_whatever_the_domain_size(
     this process; now compile refuses it before any work, and prove (the Python API's
     path) before any chunk."""
     pytest.importorskip("distributed")
-    from rasp_sim.dask_cluster import PROBE_SECONDS, ClusterError
+    from rasp_sim.base.dask_cluster import PROBE_SECONDS, ClusterError
 
     address = f"tcp://127.0.0.1:{_closed_port()}"
     start = time.monotonic()

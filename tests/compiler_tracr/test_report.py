@@ -74,7 +74,7 @@ class _Figures(HTMLParser):
 
 
 def test_the_page_holds_every_figure_of_the_trace(report: tuple[Path, str]) -> None:
-    from rasp_sim.model import load_model
+    from rasp_sim.compiled.model import load_model
 
     _, html = report
     parsed = _Figures()
@@ -101,7 +101,7 @@ def test_the_page_holds_every_figure_of_the_trace(report: tuple[Path, str]) -> N
 def test_the_output_table_marks_a_disagreement() -> None:
     from types import SimpleNamespace
 
-    from rasp_sim.report import Reference, output_table
+    from rasp_sim.pictures.report import Reference, output_table
 
     trace = SimpleNamespace(input=("a", "b"), output=["b", "a"])
     table = output_table(trace, Reference(["b", "b"]), 1e-9)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Model.trace (rasp_sim/trace.py): the trace is the model's own forward pass, block by
+"""Model.trace (rasp_sim/compiled/trace.py): the trace is the model's own forward pass, block by
 block, and the residual stream holds every categorical s-op's interpreter value at every
 position after the block that writes it: the weights compute the program step by step,
 not only at the output."""
@@ -11,9 +11,9 @@ from hypothesis import given, settings, strategies as st
 import rasp_sim
 from rasp_sim.compiler.forward import block_input, forward, head_output, mlp_hidden
 from rasp_sim.compiler.weights import AttentionBlock, as_dense
-from rasp_sim.evaluate import evaluate_batch
-from rasp_sim.model import Model
-from rasp_sim.trace import Trace
+from rasp_sim.evaluation.evaluate import evaluate_batch
+from rasp_sim.compiled.model import Model
+from rasp_sim.compiled.trace import Trace
 
 from .conftest import EXAMPLES
 

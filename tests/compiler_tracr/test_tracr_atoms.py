@@ -1,7 +1,7 @@
 """The compiler's atom functions against the interpreter: one Map op on random atoms gives
 the same value (and type), or the same error kind and message, through
 `compiler.tracr_backend.atoms.atom_function` and through evaluating the Map on a length-1
-input. Both read rasp_sim.atom_functions; this pins what each adds around it."""
+input. Both read rasp_sim.core.atom_functions; this pins what each adds around it."""
 from __future__ import annotations
 
 import math
@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("tracr")
 
-from rasp_sim import graph as g  # noqa: E402
-from rasp_sim import semantics  # noqa: E402
-from rasp_sim.atom_functions import BINARY_OPS, UNARY_OPS  # noqa: E402
+from rasp_sim.core import graph as g  # noqa: E402
+from rasp_sim.core import semantics  # noqa: E402
+from rasp_sim.core.atom_functions import BINARY_OPS, UNARY_OPS  # noqa: E402
 from rasp_sim.compiler.tracr_backend.atoms import atom_function  # noqa: E402
-from rasp_sim.errors import RaspError  # noqa: E402
-from rasp_sim.evaluate import evaluate_one  # noqa: E402
+from rasp_sim.base.errors import RaspError  # noqa: E402
+from rasp_sim.evaluation.evaluate import evaluate_one  # noqa: E402
 
 ATOMS = st.one_of(
     st.integers(-8, 8), st.integers(-(2**70), 2**70), st.booleans(),

@@ -221,7 +221,7 @@ def test_compile_to_an_unwritable_path(tmp_path, capsys):
 
 def test_forward_passes_are_sized_to_the_memory_limit(reverse_model):
     from rasp_sim.compiler.tracr_backend.runtime import rows_per_pass, run_weights
-    from rasp_sim.errors import RaspResourceError
+    from rasp_sim.base.errors import RaspResourceError
 
     model = weight_format.load(reverse_model)
     inputs = [list(word) for word in ("abca", "cab", "b", "ccba", "acb", "ab")]

@@ -9,7 +9,7 @@ pytest.importorskip("tracr")
 
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
-from rasp_sim.errors import RaspError  # noqa: E402
+from rasp_sim.base.errors import RaspError  # noqa: E402
 
 
 def refusal(program, source, name, vocab, max_len=4):

@@ -21,7 +21,7 @@ pytest.importorskip("tracr")
 from rasp_sim.compiler.tracr_backend import joint, validate  # noqa: E402
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.weights import load  # noqa: E402
-from rasp_sim.evaluate import evaluate_batch  # noqa: E402
+from rasp_sim.evaluation.evaluate import evaluate_batch  # noqa: E402
 
 from cli_helpers import run_cli  # noqa: E402
 

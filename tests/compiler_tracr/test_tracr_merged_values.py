@@ -20,8 +20,8 @@ pytest.importorskip("tracr")
 
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import run_ids  # noqa: E402
-from rasp_sim.compiler.tracr_backend.validate import vocabulary_ids  # noqa: E402
-from rasp_sim.evaluate import evaluate_batch  # noqa: E402
+from rasp_sim.compiler.tracr_backend.agreement import vocabulary_ids  # noqa: E402
+from rasp_sim.evaluation.evaluate import evaluate_batch  # noqa: E402
 
 from cli_helpers import run_cli  # noqa: E402
 

@@ -24,7 +24,7 @@ from lib_refs import attention_ref, encoder_ref, layout, mha_ref, softmax_rows  
 from rasp_sim.compiler.tracr_backend.checks import Unsupported  # noqa: E402
 from rasp_sim.compiler.tracr_backend.continuous import NumericDomain  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import run_weights  # noqa: E402
-from rasp_sim.model import Model  # noqa: E402
+from rasp_sim.compiled.model import Model  # noqa: E402
 from rasp_sim.testing import assert_matches, concat, matrix  # noqa: E402
 
 TOLERANCE = 1e-9
@@ -212,7 +212,7 @@ def layer_norm_models(driver, program):
 @settings(max_examples=20, deadline=None)
 @given(shape=st.sampled_from(LAYER_NORM_SHAPES), data=st.data())
 def test_layer_norm_block_against_numpy_and_the_interpreter(layer_norm_models, shape, data):
-    from rasp_sim.evaluate import evaluate
+    from rasp_sim.evaluation.evaluate import evaluate
 
     n, d, eps = shape
     root, weights = layer_norm_models[shape]

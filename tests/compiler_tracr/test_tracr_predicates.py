@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 pytest.importorskip("tracr")
 
 from rasp_sim.compiler.tracr_backend import predicates  # noqa: E402
-from rasp_sim.errors import RaspError  # noqa: E402
+from rasp_sim.base.errors import RaspError  # noqa: E402
 
 COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
            "<=": operator.le, ">=": operator.ge}

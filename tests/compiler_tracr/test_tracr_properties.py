@@ -17,7 +17,7 @@ from tracr.rasp import rasp  # noqa: E402
 from rasp_sim.compiler.tracr_backend import blocks  # noqa: E402
 from rasp_sim.compiler.tracr_backend.bases import ValueSets  # noqa: E402
 from rasp_sim.compiler.tracr_backend.pipeline import compile_graph  # noqa: E402
-from rasp_sim import semantics  # noqa: E402
+from rasp_sim.core import semantics  # noqa: E402
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 

@@ -15,7 +15,7 @@ pytest.importorskip("tracr")
 
 from rasp_sim.compiler.tracr_backend import validate as v  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import run_ids  # noqa: E402
-from rasp_sim.evaluate import evaluate  # noqa: E402
+from rasp_sim.evaluation.evaluate import evaluate  # noqa: E402
 
 VOCAB = list(range(10))
 MAX_LEN = 6  # 1,111,110 inputs: sampled

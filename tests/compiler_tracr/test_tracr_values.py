@@ -21,7 +21,7 @@ def test_true_and_one_are_different_outputs(driver, program):
 
 
 def test_validation_tells_a_bool_from_an_int():
-    from rasp_sim.compiler.tracr_backend.validate import agree
+    from rasp_sim.compiler.tracr_backend.agreement import agree
 
     assert agree(True, True, False) == (True, 0.0)
     assert not agree(True, 1, False)[0] and not agree(0, False, False)[0]

@@ -17,7 +17,7 @@ pytest.importorskip("tracr")
 import rasp_sim  # noqa: E402
 from rasp_sim.compiler.forward import forward  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import numeric_features, token_ids  # noqa: E402
-from rasp_sim.errors import RaspError, RaspTypeError  # noqa: E402
+from rasp_sim.base.errors import RaspError, RaspTypeError  # noqa: E402
 from rasp_sim.testing import concat, matrix  # noqa: E402
 
 pytestmark = pytest.mark.interp

@@ -211,14 +211,14 @@ def test_numeric_input_is_the_embedded_residual():
     kwargs = hooked.input([[0.5] * 12])
     assert kwargs["start_at_layer"] == 0 and kwargs["input"].shape == (1, 13, model.weights.width)
     assert kwargs["input"].dtype == hooked.cfg.dtype
-    from rasp_sim.errors import RaspTypeError
+    from rasp_sim.base.errors import RaspTypeError
 
     with pytest.raises(RaspTypeError, match="reads numbers, not token ids"):
         hooked(torch.zeros((1, 13), dtype=torch.long))
 
 
 def test_inputs_are_checked():
-    from rasp_sim.errors import RaspTypeError
+    from rasp_sim.base.errors import RaspTypeError
 
     hooked = classic_model(*CLASSIC[0]).to_transformer_lens()
     with pytest.raises(RaspTypeError, match="one length"):
@@ -229,7 +229,7 @@ def test_inputs_are_checked():
 
 def refused(model, weights, match: str) -> None:
     from rasp_sim.compiler.transformer_lens_export import to_transformer_lens
-    from rasp_sim.errors import CompileError
+    from rasp_sim.base.errors import CompileError
 
     with pytest.raises(CompileError, match=match):
         to_transformer_lens(weights)

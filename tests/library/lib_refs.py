@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from rasp_sim import library
+from rasp_sim.language import library
 
 # ------------------------------------------------------------------ tolerances
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 from lib_refs import (
     assert_close, assert_tail_zero, attention_ref, draw_matrix, encoder_ref, layout,

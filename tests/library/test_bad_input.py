@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rasp_sim.errors import RaspError, RaspProgramError
+from rasp_sim.base.errors import RaspError, RaspProgramError
 
 from lib_refs import run1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rasp_sim import library
+from rasp_sim.language import library
 
 SM = "softmax_unshifted"
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import rasp_sim
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 from rasp_sim import testing
 
 from lib_refs import flat, frac_det_inv, frac_matmul, frac_transpose, run1

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rasp_sim import graph, library
-from rasp_sim.interpreter import Interpreter
+from rasp_sim.core import graph
+from rasp_sim.language import library
+from rasp_sim.language.interpreter import Interpreter
 
 from lib_refs import assert_close, attention_ref, draw_matrix, layout, run1, softmax_rows
 
@@ -65,7 +66,7 @@ def test_library_copied_beside_a_program_runs_strict(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     it = Interpreter(strict=True)
     it.run_source('load "classic";\nload "attention";\ny = matmul(tokens_float, 2, 2, 2);\n')
-    from rasp_sim.evaluate import evaluate
+    from rasp_sim.evaluation.evaluate import evaluate
     assert evaluate([it.lookup("y")], [[1, 2, 3, 4, 5, 6, 7, 8]])[0][0][:4] == [19, 22, 43, 50]
 
 

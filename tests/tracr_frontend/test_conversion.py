@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 rasp = pytest.importorskip("tracr.rasp.rasp")
 
-from rasp_sim.errors import RaspError  # noqa: E402
+from rasp_sim.base.errors import RaspError  # noqa: E402
 from rasp_sim.tracr_frontend import ConversionError, from_tracr, to_rasp  # noqa: E402
 from rasp_sim.tracr_frontend.agreement import compare, domain  # noqa: E402
 from rasp_sim.tracr_frontend.columns import Column, means, stand_in  # noqa: E402

@@ -149,7 +149,7 @@ def test_unknown_task_and_bad_hops_are_clear_errors():
 
 
 def test_majority_baseline_is_the_larger_answer_share(dyck_task):
-    from rasp_sim.experiments.tasks import majority_accuracy
+    from rasp_sim.experiments.tasks.batch import majority_accuracy
     batch = dyck_task.test_set()
     balanced = np.mean([dyck.is_balanced(row[:np.argmax(row == dyck.QUERY)])
                         for row in batch.inputs])

@@ -13,7 +13,7 @@ from rasp_sim.compiler.forward import forward
 from rasp_sim.compiler.tracr_backend.runtime import (compile_info, load_compiled,
                                                      numeric_features, run_weights, token_ids)
 from rasp_sim.compiler.weights import MLPBlock, OutputEncoder, Transformer, WeightsError, save
-from rasp_sim.errors import RaspError, RaspTypeError
+from rasp_sim.base.errors import RaspError, RaspTypeError
 
 MAX_LEN = 4
 

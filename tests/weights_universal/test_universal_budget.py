@@ -15,7 +15,7 @@ from rasp_sim.compiler.universal.report import size_report
 from rasp_sim.compiler.universal.sparse import build_sparse
 from rasp_sim.compiler.universal.target import Shape
 from rasp_sim.compiler.weights import save
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.base.errors import RaspResourceError
 
 SHAPES = [(h, l, residual, tied) for h, l, residual, tied
           in product((1, 2, 3), (1, 2, 3), (False, True), (False, True)) if not (residual and tied)]

@@ -11,7 +11,7 @@ from rasp_sim.compiler.universal.sparse import build_sparse
 from rasp_sim.compiler.universal.target import Shape, random_target
 from rasp_sim.compiler.weights import (AttentionBlock, AttentionHead, LayerNorm, MLPBlock,
                                        WeightsError)
-from rasp_sim.errors import RaspError
+from rasp_sim.base.errors import RaspError
 
 SHAPE = Shape(dim=3, head_dim=2, out_dim=2, heads=2, layers=2, causal=True)
 

@@ -319,7 +319,7 @@ def test_missing_file(tmp_path, suffix):
 
 
 def test_a_safetensors_path_in_a_missing_folder_is_refused_by_name(tmp_path):
-    from rasp_sim.errors import OutputRefused
+    from rasp_sim.base.errors import OutputRefused
 
     with pytest.raises(OutputRefused, match="the folder .*missing does not exist"):
         save(full_model(), tmp_path / "missing" / "m.safetensors")

@@ -15,7 +15,7 @@ from hang_guard import deadline
 
 import rasp_sim
 from rasp_sim.compiler.weights import WeightsError, save
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.base.errors import RaspResourceError
 
 from .test_weights_hostile import token_model
 

@@ -14,7 +14,7 @@ import pytest
 from rasp_sim.compiler.tracr_backend.runtime import load_compiled
 from rasp_sim.compiler.weights import (InputEncoder, MLPBlock, OutputEncoder, Transformer,
                                        WeightsError, load, save)
-from rasp_sim.errors import RaspResourceError
+from rasp_sim.base.errors import RaspResourceError
 
 D = 3
 

@@ -20,7 +20,8 @@ from rasp_sim.compiler.universal.embed import Embedding, embed
 from rasp_sim.compiler.weights import Transformer, as_dense
 from ..backbones import build_backbone, universal_machine, with_arrays
 from ..config import RunConfig
-from ..tasks import Batch, grouped_accuracy, make_task
+from ..tasks import make_task
+from ..tasks.batch import Batch, grouped_accuracy
 from ..tasks.khop import LETTER_BASE, KHop
 from . import dyck, khop
 from .blocks import PathTarget, to_transformer

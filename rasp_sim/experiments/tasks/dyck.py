@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Batch
+from .batch import Batch
 
 PAD, OPEN, CLOSE, QUERY = 0, 1, 2, 3
 VOCAB = 4

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExperimentError
-from . import Batch
+from .batch import Batch
 
 MAX_HOPS = 16
 LETTER_BASE = MAX_HOPS + 1          # hop counts 0..16 are ids 0..16; letters 17..20
