@@ -36,10 +36,13 @@ The process first raises glibc's malloc thresholds (`rasp_sim.keep_freed_memory(
 the `rasp-sim` command does: with glibc's defaults the engine's freed arrays came back as
 fresh memory, a page fault per 4 KiB (reverse at n = 64: 0.93 us per input, 0.31 with).
 
-At n = 64, sort, hist and reverse are also set against the machine's memory bandwidth:
-the bytes of values the engine reads and writes per input (`rasp_sim.evaluation.evaluate.
-traffic_bytes`) over the bandwidth of a large NumPy copy, measured in the same run: the
-time per input no evaluation that moves those arrays through DRAM can beat.
+At n = 64, sort, hist and reverse are also set beside reference kernels
+(benchmarks/reference_kernels.py): each program computed whole by code written for it alone,
+from the same list of strings to the same arrays (checked equal; a mismatch makes the exit
+status 1), compiled by numba where it is installed (`pip install rasp-sim[bench]`), NumPy
+otherwise. They run on a batch of their own, interleaved with the engine, and the row
+reports the engine's time over the fastest kernel's: how far the general engine is from a
+program's floor.
 
 The library's constructions (matmul 4x4x4, softmax 4x4, U with n = d = 4, an encoder layer
 with n = d = 2, inverse 4x4, at the input lengths their layouts need) run on random float
@@ -77,11 +80,12 @@ import numpy as np  # noqa: E402
 
 from rasp_sim.core import graph
 from rasp_sim.cli.output import Printer
-from rasp_sim.evaluation.evaluate import evaluate_batch, traffic_bytes
+from rasp_sim.evaluation.evaluate import evaluate_batch
 from rasp_sim.base.freed_memory import keep_freed_memory
 from rasp_sim.language.interpreter import Interpreter
 
 from original_translation import original_source  # noqa: E402 (benchmarks/, beside this file)
+from reference_kernels import NUMPY_KERNELS, PROGRAMS, numba_kernels  # noqa: E402
 from tracr_translation import MemoizedEvaluator, to_tracr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -425,7 +429,6 @@ def main() -> int:
     rng = random.Random(0)
     mismatches = []
     table: list[str] = []
-    us_per_seq: dict[tuple[str, int], float] = {}
     for n in (16, 64):
         batch = random_batch(rng, n, batch_size)
         sample = batch[:sample_size]
@@ -445,7 +448,6 @@ def main() -> int:
             seconds = interleaved_medians(runs, repeats)
             ours_rate = batch_size / seconds["ours"]
             tracr_rate = sample_size / seconds["tracr"]
-            us_per_seq[name, n] = 1e6 / ours_rate
             original_cells = ["-", "-"]
             if original:
                 original_rate = original_sample / seconds["original"]
@@ -456,7 +458,7 @@ def main() -> int:
             table.append(f"| {name} | {n} | {ours_rate:,.0f} | {tracr_rate:,.0f} | "
                          f"{original_cells[0]} | {ours_rate / tracr_rate:,.0f}x | "
                          f"{original_cells[1]} |")
-    bound_table = dram_bounds(roots, us_per_seq)
+    reference_table = reference_rows(roots, batch_size, repeats, mismatches)
     library_table = library_rows(repeats, 200 if args.quick else 2000,
                                  3 if args.quick else 20, original, 1 if args.quick else 3,
                                  mismatches)
@@ -496,9 +498,9 @@ def main() -> int:
         print("\n| program | n | rasp-sim seq/s | tracr seq/s | original seq/s | vs tracr | "
               "vs original |\n|---|---|---|---|---|---|---|")
         print("\n".join(table))
-        print("\n| program | n | bytes per input | DRAM bound (us) | measured (us) | "
-              "measured / bound |\n|---|---|---|---|---|---|")
-        print("\n".join(bound_table))
+        print("\n| program | n | engine (us) | NumPy kernel (us) | numba kernel (us) | "
+              "engine / reference |\n|---|---|---|---|---|---|")
+        print("\n".join(reference_table))
         print("\n| construction | n | rasp-sim seq/s | us per sequence | tracr seq/s | "
               "original seq/s | vs tracr | vs original |\n|---|---|---|---|---|---|---|---|")
         print("\n".join(library_table))
@@ -507,22 +509,37 @@ def main() -> int:
     return 1 if mismatches else 0
 
 
-def dram_bounds(roots: dict[str, graph.SOp], us_per_seq: dict[tuple[str, int], float]) -> list[str]:
-    """sort, hist and reverse at n = 64 against the memory bandwidth (printed; Markdown
-    rows returned)."""
-    bandwidth = copy_bandwidth()
-    print(f"\nmemory: a 64 MiB NumPy copy moves {bandwidth / 1e9:.1f} GB per CPU second; "
-          "DRAM bound = bytes of values read and written per input / that")
-    print(f"{'program':8} {'n':>3} {'bytes/input':>12} {'bound us':>9} {'measured us':>12} "
-          f"{'ratio':>6}")
+def reference_rows(roots: dict[str, graph.SOp], size: int, repeats: int,
+                   mismatches: list[str]) -> list[str]:
+    """sort, hist and reverse at n = 64 beside their reference kernels, on one batch of
+    `size` random strings: outputs checked equal (a difference is added to `mismatches`),
+    CPU time interleaved, medians of `repeats` (printed; Markdown rows returned)."""
+    batch = random_batch(random.Random(64), 64, size)
+    compiled = numba_kernels()
+    print(f"\nreference kernels (benchmarks/reference_kernels.py) on {size:,} inputs at n = 64, "
+          "us per input, interleaved medians; numba: "
+          + ("installed" if compiled else "not installed (pip install rasp-sim[bench])"))
+    print(f"{'program':8} {'n':>3} {'engine':>7} {'NumPy':>7} {'numba':>7} {'engine/ref':>11}")
     rows = []
-    for name in ("sort", "hist", "reverse"):
-        touched = traffic_bytes([roots[name]], 64)
-        bound, measured = 1e6 * touched / bandwidth, us_per_seq[name, 64]
-        print(f"{name:8} {64:>3} {touched:>12,} {bound:>9.2f} {measured:>12.2f} "
-              f"{measured / bound:>5.1f}x")
-        rows.append(f"| {name} | 64 | {touched:,} | {bound:.2f} | {measured:.2f} | "
-                    f"{measured / bound:.1f}x |")
+    for name in PROGRAMS:
+        root = roots[name]
+        kernels = {"NumPy": NUMPY_KERNELS[name]}
+        if compiled and compiled[name] is not NUMPY_KERNELS[name]:
+            kernels["numba"] = compiled[name]
+        expected = evaluate_batch([root], batch)[root]
+        for kernel_name, kernel in kernels.items():  # numba compiles here, before timing
+            out = kernel(batch)
+            if out.dtype != expected.dtype or not np.array_equal(out, expected):
+                mismatches.append(f"{name} n=64 {kernel_name} reference kernel differs")
+        runs = {"engine": lambda: cpu_seconds(lambda: evaluate_batch([root], batch))}
+        for kernel_name, kernel in kernels.items():
+            runs[kernel_name] = lambda kernel=kernel: cpu_seconds(lambda: kernel(batch))
+        us = {k: 1e6 * v / size for k, v in interleaved_medians(runs, repeats).items()}
+        ratio = us["engine"] / min(us[k] for k in kernels)
+        cells = [f"{us[k]:.3f}" if k in us else "-" for k in ("engine", "NumPy", "numba")]
+        print(f"{name:8} {64:>3} {cells[0]:>7} {cells[1]:>7} {cells[2]:>7} {ratio:>10.1f}x",
+              flush=True)
+        rows.append(f"| {name} | 64 | {' | '.join(cells)} | {ratio:.1f}x |")
     return rows
 
 

@@ -92,6 +92,19 @@ def test_float_cli_row_runs_the_real_cli_on_float_layouts_and_agrees():
     assert row.line().split()[:3] == ["matmul", "4x4x4", "30"]
 
 
+def test_reference_rows_time_each_kernel_checked_against_the_engine(roots, monkeypatch):
+    mismatches: list[str] = []
+    rows = bench.reference_rows(roots, 30, 1, mismatches)
+    assert mismatches == []
+    assert [row.split(" | ")[:2] for row in rows] == [["| sort", "64"], ["| hist", "64"],
+                                                       ["| reverse", "64"]]
+    assert all(row.endswith("x |") for row in rows)
+    # a kernel giving another program's output is reported, not timed as a floor
+    monkeypatch.setitem(bench.NUMPY_KERNELS, "reverse", bench.NUMPY_KERNELS["sort"])
+    bench.reference_rows(roots, 30, 1, mismatches)
+    assert mismatches == ["reverse n=64 NumPy reference kernel differs"]
+
+
 # ------------------------------------------------- the constructions in tracr and the original
 
 def _construction(name: str):
