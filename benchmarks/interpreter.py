@@ -59,6 +59,7 @@ round differently in the last bits).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -533,7 +534,7 @@ def reference_rows(roots: dict[str, graph.SOp], size: int, repeats: int,
                 mismatches.append(f"{name} n=64 {kernel_name} reference kernel differs")
         runs = {"engine": lambda: cpu_seconds(lambda: evaluate_batch([root], batch))}
         for kernel_name, kernel in kernels.items():
-            runs[kernel_name] = lambda kernel=kernel: cpu_seconds(lambda: kernel(batch))
+            runs[kernel_name] = functools.partial(cpu_seconds, functools.partial(kernel, batch))
         us = {k: 1e6 * v / size for k, v in interleaved_medians(runs, repeats).items()}
         ratio = us["engine"] / min(us[k] for k in kernels)
         cells = [f"{us[k]:.3f}" if k in us else "-" for k in ("engine", "NumPy", "numba")]

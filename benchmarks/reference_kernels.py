@@ -98,40 +98,38 @@ def numba_kernels() -> dict[str, Kernel] | None:
         return None
 
     @numba.njit(cache=False)
-    def sorted_rows(codes: np.ndarray, low: int, size: int) -> np.ndarray:
-        rows, n = codes.shape
-        out = np.empty((rows, n), dtype=np.uint32)
-        counts = np.zeros(size, dtype=np.int64)
-        for r in range(rows):
-            counts[:] = 0
-            for j in range(n):
-                counts[codes[r, j] - low] += 1
+    def code_counts(codes: np.ndarray, low: int, size: int) -> np.ndarray:
+        counts = np.zeros((codes.shape[0], size), dtype=np.int64)
+        for r in range(codes.shape[0]):
+            for j in range(codes.shape[1]):
+                counts[r, codes[r, j] - low] += 1
+        return counts
+
+    @numba.njit(cache=False)
+    def sorted_rows(counts: np.ndarray, low: int, n: int) -> np.ndarray:
+        out = np.empty((counts.shape[0], n), dtype=np.uint32)
+        for r in range(counts.shape[0]):
             j = 0
-            for code in range(size):
-                for _ in range(counts[code]):
-                    out[r, j] = code + low
-                    j += 1
+            for code in range(counts.shape[1]):
+                out[r, j : j + counts[r, code]] = code + low
+                j += counts[r, code]
         return out
 
     @numba.njit(cache=False)
-    def counted_rows(codes: np.ndarray, low: int, size: int) -> np.ndarray:
-        rows, n = codes.shape
-        out = np.empty((rows, n), dtype=np.int64)
-        counts = np.zeros(size, dtype=np.int64)
-        for r in range(rows):
-            counts[:] = 0
-            for j in range(n):
-                counts[codes[r, j] - low] += 1
-            for j in range(n):
-                out[r, j] = counts[codes[r, j] - low]
+    def looked_up(counts: np.ndarray, codes: np.ndarray, low: int) -> np.ndarray:
+        out = np.empty(codes.shape, dtype=np.int64)
+        for r in range(codes.shape[0]):
+            for j in range(codes.shape[1]):
+                out[r, j] = counts[r, codes[r, j] - low]
         return out
 
     def sort(batch: list[str]) -> np.ndarray:
         codes, low, size, values = narrow_codes(codes_of(batch))
-        out = sorted_rows(codes, low, size)
+        out = sorted_rows(code_counts(codes, low, size), low, codes.shape[1])
         return as_characters(out if values is None else values[out])
 
     def hist(batch: list[str]) -> np.ndarray:
-        return counted_rows(*narrow_codes(codes_of(batch))[:3])
+        codes, low, size, _ = narrow_codes(codes_of(batch))
+        return looked_up(code_counts(codes, low, size), codes, low)
 
     return {"sort": sort, "hist": hist, "reverse": reverse_numpy}
