@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any, Union
 
 import numpy as np
+import orjson
 
 from ..base.errors import RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Source, Span
 from ..base.limits import MAX_INT_BITS, MAX_INT_DIGITS
@@ -130,20 +131,28 @@ def _number_lists(text: str, exact: bool) -> Entries | None:
         return None
     lines = [line for line in map(str.strip, text.splitlines()) if line]
     # One list per line, nothing nested, so that a block of lines parsed as one JSON list
-    # (C speed, strict: "[1,,2]", "[01]" and "[-]" fail it) has exactly the lines' values.
-    if not lines or not all(line[0] == "[" and line[-1] == "]" and line.count("[") == 1
-                            and line.count("]") == 1 for line in lines):
+    # (C speed, strict: "[1,,2]", "[01]" and "[-]" fail it) has exactly the lines' values:
+    # each line opens and closes a list, and the text holds no other bracket.
+    if not lines or not (text.count("[") == text.count("]") == len(lines) and all(
+            line[0] == "[" and line[-1] == "]" for line in lines)):
         return None
+    # Each number spells a decimal point (a number holds at most one; values = commas +
+    # lines): none is an integer, so orjson, which reads an integer beyond 64 bits as a
+    # float, reads the same values as json at 5x its speed.
+    dotted = floats and data.count(b".") == data.count(b",") + len(lines)
     blocks: list[Any] = []
     for start in range(0, len(lines), BLOCK_LINES):
-        try:
-            values = json.loads("[" + ",".join(lines[start:start + BLOCK_LINES]) + "]")
-        except json.JSONDecodeError:
-            return None
+        block = "[" + ",".join(lines[start:start + BLOCK_LINES]) + "]"
+        values: Any = _orjson_values(block) if dotted else None
+        if values is None:
+            try:
+                values = json.loads(block)
+            except json.JSONDecodeError:
+                return None
         if not all(values):  # an empty input: the line-by-line reader says where
             return None
         if floats:
-            if set(map(type, itertools.chain.from_iterable(values))) != {float}:
+            if not dotted and set(map(type, itertools.chain.from_iterable(values))) != {float}:
                 return None  # ints among the floats: line by line
             blocks.append(_float64_rows(values))
             continue
@@ -156,6 +165,16 @@ def _number_lists(text: str, exact: bool) -> Entries | None:
         return np.concatenate(matrices)
     rows: list[Input | BadInput] = [row for block in blocks for row in block]
     return rows
+
+
+def _orjson_values(block: str) -> list[list[float]] | None:
+    """The lists of `block` read by orjson, or None where it refuses them: orjson refuses
+    numbers beyond the double range (json reads 1.0e400 as inf) besides invalid JSON."""
+    try:
+        values: list[list[float]] = orjson.loads(block)
+    except orjson.JSONDecodeError:
+        return None
+    return values
 
 
 def _int64_rows(values: list[list[int]]) -> "np.ndarray | list[np.ndarray]":

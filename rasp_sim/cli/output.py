@@ -2,8 +2,9 @@
 
 Results come a column at a time (the evaluator's array for a group of inputs): the type
 label is read off the column's dtype once, and rows are formatted by bulk conversion
-(`tolist`, `str.join`, one JSON encoder), not atom by atom; only object columns (mixed
-int/float rows, big ints, Fractions) are labelled row by row.
+(`tolist`, `str.join`, one JSON encoder; orjson for float64 rows in JSON), not atom by
+atom; only object columns (mixed int/float rows, big ints, Fractions) are labelled row by
+row.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 from ..language.display import column_type_label, type_label
 from ..base.errors import RaspError
 from .inputs import atoms
-from .json_text import json_text
+from .json_text import number_rows_text, json_text
 
 
 class Printer:
@@ -31,14 +32,18 @@ class Printer:
         if is_array and column.dtype.kind == "i" and column.ndim == 2:
             rows: Sequence[Any] = column
             texts: Iterable[str] = int_rows_text(column)  # text and JSON alike
+        elif self.as_json and _is_float64_matrix(column):
+            rows, texts = column, number_rows_text(column)
         else:
             rows = column.tolist() if is_array else list(column)
             if _is_selector(column, rows):
                 return [self._selector(x, matrix) for x, matrix in zip(_atoms(inputs), rows)]
             # str of a list of numbers is its text form, and its JSON when they are ints
             kind = column.dtype.kind if is_array else "O"
-            texts = map(json_text if self.as_json else str if kind in "bf" else
-                        _list_text, rows)
+            if self.as_json:  # mixed ints and floats (an object column) the common case
+                texts = number_rows_text(rows) if kind == "O" else map(json_text, rows)
+            else:
+                texts = map(str if kind in "bf" else _list_text, rows)
         label = column_type_label(column.dtype) if is_array else None  # None: per row
         labels = [label] * len(rows) if label else [type_label(row) for row in rows]
         if self.as_json:
@@ -67,11 +72,11 @@ class Printer:
 def _json_inputs(inputs: "Sequence[Any] | np.ndarray") -> Iterable[str]:
     """Each input as JSON text (integer rows of one length through int_rows_text)."""
     if isinstance(inputs, np.ndarray):  # a matrix read in bulk
-        return int_rows_text(inputs) if inputs.dtype.kind == "i" else map(json_text, inputs.tolist())
+        return int_rows_text(inputs) if inputs.dtype.kind == "i" else number_rows_text(inputs)
     arrays = [x for x in inputs if isinstance(x, np.ndarray)]
     if len(arrays) == len(inputs) and len({len(x) for x in arrays}) == 1:
         return int_rows_text(np.stack(arrays))
-    return map(json_text, _atoms(inputs))
+    return number_rows_text(_atoms(inputs))
 
 
 def _atoms(inputs: "Sequence[Any] | np.ndarray") -> list:
@@ -96,6 +101,10 @@ def int_rows_text(matrix: np.ndarray) -> list[str]:
             table = np.array([str(value) for value in range(low, high + 1)], dtype=object)
             return ["[" + ", ".join(row) + "]" for row in table[matrix - low].tolist()]
     return [str(row) for row in matrix.tolist()]
+
+
+def _is_float64_matrix(column: Any) -> bool:
+    return isinstance(column, np.ndarray) and column.dtype == np.float64 and column.ndim == 2
 
 
 def _is_selector(column: Any, rows: list) -> bool:
