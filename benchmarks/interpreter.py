@@ -1,6 +1,6 @@
 """rasp-sim's interpreter + vectorised evaluator vs tracr's evaluator and the original RASP.
 
-    python benchmarks/interpreter.py [--quick] [--markdown] [--original CHECKOUT --original-python PYTHON]
+    python benchmarks/interpreter.py [--quick] [--markdown] [--float-cli] [--original CHECKOUT --original-python PYTHON]
 
 Every time is CPU time (`time.process_time`; a child process's from `getrusage`), so other
 jobs on a shared machine slow a run less than they would wall time. The programs compared
@@ -265,6 +265,20 @@ def float_cli_row(name: str, size: int, repeats: int) -> FloatCliRow:
                        size / medians["engine"], size / medians["printing"], problem)
 
 
+def print_float_cli(size: int, repeats: int) -> str | None:
+    """Print the row of float_cli_row on matmul 4x4x4; the CLI's mismatch, if any."""
+    floats = float_cli_row("matmul 4x4x4", size, repeats)
+    print(f"\nthe CLI on float layouts: `rasp-sim run PROGRAM --inputs FILE --json` on "
+          f"{floats.inputs:,} random layouts of matmul 4x4x4 (32 floats each), CPU seconds "
+          f"less its start-up (best of {repeats}), vs the engine on one float64 array")
+    print(f"{'construction':14} {'inputs':>8} {'CLI seq/s beyond':>17} {'engine seq/s':>13} "
+          f"{'CLI/engine':>11} {'printing seq/s':>15} {'ceiling':>8}")
+    print("(printing: the CLI's JSON lines formatted in-process from the engine's outputs; "
+          "ceiling: CLI/engine if reading the file were free)")
+    print(floats.line(), flush=True)
+    return floats.problem
+
+
 # ----------------------------------------------------------------------- tracr programs
 
 
@@ -386,6 +400,8 @@ def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller batch and subsamples")
     parser.add_argument("--markdown", action="store_true", help="also print docs/benchmarks.md's tables")
+    parser.add_argument("--float-cli", action="store_true",
+                        help="only `rasp-sim run --inputs` on matmul 4x4x4 layouts vs the engine")
     parser.add_argument("--original", default=os.environ.get("RASP_ORIGINAL"),
                         help="a checkout of tech-srl/RASP (default: $RASP_ORIGINAL)")
     parser.add_argument("--original-python",
@@ -404,6 +420,11 @@ def main() -> int:
     print(f"malloc thresholds raised (rasp_sim.keep_freed_memory): {'yes' if kept else 'no'}")
     batch_size = 1000 if args.quick else 10_000
     cli_repeats = 1 if args.quick else 3
+    if args.float_cli:  # that row alone, in about a minute
+        problem = print_float_cli(10 * batch_size, cli_repeats)
+        if problem:
+            print(f"MISMATCH {problem}", file=sys.stderr)
+        return 1 if problem else 0
     repeats = 3 if args.quick else 5
     sample_size = 20 if args.quick else 200
     original_sample = sample_size // 10  # the original takes ~50 ms an input at n = 64
@@ -484,17 +505,9 @@ def main() -> int:
     print(f"CLI start-up (the command on a file of one input): {startup:.3f} s; beyond it, on "
           f"{largest.inputs:,} inputs: {beyond:,.0f} seq/s, {beyond / largest.engine_rate:.2f} "
           "of the engine")
-    floats = float_cli_row("matmul 4x4x4", 10 * batch_size, cli_repeats)
-    print(f"\nthe CLI on float layouts: `rasp-sim run PROGRAM --inputs FILE --json` on "
-          f"{floats.inputs:,} random layouts of matmul 4x4x4 (32 floats each), CPU seconds "
-          f"less its start-up (best of {cli_repeats}), vs the engine on one float64 array")
-    print(f"{'construction':14} {'inputs':>8} {'CLI seq/s beyond':>17} {'engine seq/s':>13} "
-          f"{'CLI/engine':>11} {'printing seq/s':>15} {'ceiling':>8}")
-    print("(printing: the CLI's JSON lines formatted in-process from the engine's outputs; "
-          "ceiling: CLI/engine if reading the file were free)")
-    print(floats.line(), flush=True)
-    if floats.problem:
-        mismatches.append(floats.problem)
+    problem = print_float_cli(10 * batch_size, cli_repeats)
+    if problem:
+        mismatches.append(problem)
     if args.markdown:
         print("\n| program | n | rasp-sim seq/s | tracr seq/s | original seq/s | vs tracr | "
               "vs original |\n|---|---|---|---|---|---|---|")
