@@ -113,7 +113,9 @@ def same_atom(x: object, y: object) -> bool:
     """Equal with the same type (1 and 1.0, 0.0 and -0.0 differ)."""
     if type(x) is not type(y):
         return False
-    return same_double(x, y) if isinstance(x, float) else x == y
+    if isinstance(x, float) and isinstance(y, float):
+        return same_double(x, y)
+    return x == y
 
 
 float_matrices = hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=0,
