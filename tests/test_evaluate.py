@@ -789,6 +789,8 @@ def test_values_that_read_no_tokens_are_computed_once_per_group(monkeypatch):
     calls: list[g.Node] = []
     real = ev._compute
     monkeypatch.setattr(ev, "_compute", lambda node, *args: (calls.append(node), real(node, *args))[1])
+    # none kept from the call above (`test_values_that_read_no_tokens_are_kept_between_calls`)
+    monkeypatch.setattr(ev, "_INVARIANTS", ev._Invariants(256, 2**24))
     chunked = evaluate(roots, inputs, memory_limit_bytes=estimate_bytes(roots, 6) * 4)
     assert same_rows([sum(r, []) for r in chunked], [sum(r, []) for r in whole])
     chunks = calls.count(T)

@@ -31,6 +31,10 @@ INT64_MAX = np.iinfo(np.int64).max
 FLOAT_EXACT_INT = 2**53  # every int of at most this magnitude is an exact float64
 FLOAT32_EXACT_INT = 2**24  # ... an exact float32
 _NUMERIC = {bool, int, float}
+CHARACTERS = np.dtype("U1")  # native one-character strings, 4 bytes each (UCS-4)
+# `python_rows` splits strings from this many rows up: below, its few NumPy calls cost
+# more than `tolist` saves (0.4 us a row at n = 64, against about 3 us).
+_MANY_ROWS = 16
 
 
 def from_objects(arr: Any, *, exact: bool = False) -> Any:
@@ -197,6 +201,19 @@ def int_bound(arr: Any) -> int:
     if isinstance(arr, MixedColumn):
         return arr.int_bound()
     return max_abs(arr) if arr.dtype.kind in "bi" else 0
+
+
+def python_rows(column: np.ndarray) -> list:
+    """A column's rows as lists of Python atoms, as `tolist` gives them. A column of
+    single characters (string tokens, and what reverse or sort make of them) goes through
+    one str per row, which `list` splits at C speed: 1.6x `tolist` on 10,000 x 64."""
+    if column.dtype != CHARACTERS or column.ndim != 2 or len(column) < _MANY_ROWS:
+        return column.tolist()
+    characters = np.ascontiguousarray(column)
+    if not characters.view(np.uint32).all():  # a "" element (NUL) would vanish in a row str
+        return column.tolist()
+    rows = characters.view(np.dtype((np.str_, column.shape[1]))).reshape(-1)
+    return list(map(list, rows.tolist()))
 
 
 def as_array(arr: Any) -> np.ndarray:

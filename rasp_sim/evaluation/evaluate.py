@@ -43,7 +43,8 @@ its first chunk, as a single row that later chunks reuse and NumPy broadcasts.
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -53,7 +54,8 @@ from ..core import graph, semantics
 from . import fusion
 from ..base.errors import RaspError, RaspResourceError, RaspTypeError, Span
 from .attention import aggregate, select
-from .columns import as_array, concat_rows, constant, from_objects, object_column
+from .columns import (CHARACTERS, MixedColumn, as_array, concat_rows, constant, from_objects, object_column,
+                      python_rows)
 from .elementwise import apply_map
 from ..base.text import short_repr
 
@@ -61,8 +63,10 @@ DEFAULT_MEMORY_LIMIT = 4 * 2**30
 # Chunks are also kept near this size even under a high limit: NumPy's large temporaries
 # cost page faults and memory traffic, and measured throughput is best around here.
 _WORKING_SET_BYTES = 32 * 2**20
-# Strings' tokens as the engine holds them, one character an element (`_tokens`).
-_CHARACTERS = np.dtype("U1")
+# The values that read no input, kept from one call to the next (`_Invariants`): at most
+# this many (program, length, mode) entries and bytes (by `_Plan.peak_bytes`' estimate).
+_INVARIANT_ENTRIES = 256
+_INVARIANT_BYTES = 16 * 2**20
 
 
 # --------------------------------------------------------------------------- public API
@@ -80,8 +84,27 @@ def evaluate(
     for ids, arrays in evaluate_groups(roots, inputs, exact=exact,
                                        memory_limit_bytes=memory_limit_bytes):
         for r, root in enumerate(roots):
-            for i, value in zip(ids, arrays[root].tolist()):
+            for i, value in zip(ids, python_rows(arrays[root])):
                 out[i][r] = value
+    return out
+
+
+def evaluate_values(
+    root: graph.Node,
+    inputs: Sequence[Any] | np.ndarray,
+    *,
+    exact: bool = False,
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+) -> list[Any]:
+    """`evaluate`'s values of one root (`out[i][0]`), without its list per input."""
+    plan = _plan((root,))
+    out: list[Any] = [None] * len(inputs)
+    for ids, group in _length_groups(inputs, 0):
+        values = python_rows(_run_group(plan, group, ids, exact, memory_limit_bytes)[root])
+        if len(ids) == len(out):  # one length: the values of every input, in order
+            return values
+        for i, value in zip(ids, values):
+            out[i] = value
     return out
 
 
@@ -100,7 +123,7 @@ def evaluate_groups(
     larger batch passes the slice's start)."""
     plan = _plan(tuple(roots))
     for ids, group in _length_groups(inputs, first_index):
-        names = [first_index + i for i in ids]
+        names = [first_index + i for i in ids] if first_index else ids
         yield ids, _run_group(plan, group, names, exact, memory_limit_bytes)
 
 
@@ -124,10 +147,13 @@ def evaluate_batch(
     else:
         if isinstance(batch, np.ndarray) and batch.ndim == 2 and len(batch) and not batch.shape[1]:
             raise _empty_input(0)  # rows of no positions
-        rows = batch if isinstance(batch, np.ndarray) else _group_rows(_as_inputs(batch, 0))
-        if len(set(map(len, rows))) > 1:
-            raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate for "
-                                "mixed lengths")
+        if isinstance(batch, np.ndarray):
+            rows = batch  # (its rows have one length)
+        else:
+            rows = _group_rows(_as_inputs(batch, 0))
+            if len(set(map(len, rows))) > 1:
+                raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate "
+                                    "for mixed lengths")
     return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
 
 
@@ -237,7 +263,7 @@ def _plan(roots: tuple[graph.Node, ...]) -> "_Plan":
     return _Plan(roots)
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: `_chunk_size` caches by plan
 class _Plan:
     """The nodes to run, in order, and when each value can be dropped."""
 
@@ -260,6 +286,10 @@ class _Plan:
         for node, step in last_use.items():
             if node not in keep:
                 self.drops[step].append(node)
+        # (node, the values to drop once it has run), in order: every node, or those
+        # that read the input (`_run_chunk`)
+        self.steps = list(zip(self.order, self.drops))
+        self.varying_steps = [step for step in self.steps if step[0] not in self.invariant]
 
     def inputs(self, node: graph.Node) -> Sequence[graph.Node]:
         """The values `node` is computed from: its children, or its fused pattern's inputs."""
@@ -323,13 +353,21 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
     float64 or one-character string matrix (e.g. a file of integer or float lists read in
     bulk) is one group already, taken whole without per-input work."""
     if (isinstance(inputs, np.ndarray) and inputs.ndim == 2
-            and inputs.dtype in (np.int64, np.float64, _CHARACTERS) and inputs.size > 0):
+            and inputs.dtype in (np.int64, np.float64, CHARACTERS) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
+    texts = _string_lengths(inputs)
+    if texts is not None and len(texts) == 1:  # strs of one length (one input): as they are
+        yield list(range(len(inputs))), list(inputs)
+        return
     rows = _as_inputs(inputs, first_index)
+    lengths = list(map(len, rows))
+    if len(set(lengths)) == 1:  # a batch of one length: one group, in order
+        yield list(range(len(rows))), _group_rows(rows)
+        return
     by_length: dict[int, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_length[len(row)].append(i)
+    for i, length in enumerate(lengths):
+        by_length[length].append(i)
     for ids in by_length.values():
         yield ids, _group_rows([rows[i] for i in ids])
 
@@ -387,17 +425,71 @@ def _group_rows(rows: list) -> Any:
 def _run_group(
     plan: _Plan, rows: Any, ids: list[int], exact: bool, limit: int
 ) -> dict[graph.Node, np.ndarray]:
-    chunk = _chunk_size(plan, len(rows[0]), limit)
-    shared: dict[graph.Node, np.ndarray] = {}  # the invariant values, computed by chunk 1
-    parts = [
-        _run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
-        for s in range(0, len(rows), chunk)
-    ]
-    return {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
+    n = len(rows[0])
+    chunk = _chunk_size(plan, n, limit)
+    key = (plan.roots, n, exact)
+    kept = _INVARIANTS.get(key)
+    # the invariant values: kept from an earlier call, else computed by chunk 1
+    shared: dict[graph.Node, Any] = {} if kept is None else kept
+    if len(rows) <= chunk:  # one chunk (one input)
+        values = _run_chunk(plan, rows, ids, exact, shared)
+    else:
+        parts = [_run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
+                 for s in range(0, len(rows), chunk)]
+        values = {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
+    if kept is None:
+        _INVARIANTS.put(key, shared, plan.peak_bytes(n)[1])
+    return values
 
 
+class _Invariants:
+    """The invariant values of recent groups, by (roots, length, exact), least recently
+    used dropped first: a program run on one input at a time (`Program.run` in a
+    notebook, the REPL) computes its indices, constants, `length` and selectors such as
+    reverse's once per length, not once per call (reverse at n = 64: about 80 us of the
+    call). The values are made read-only: every later call reads the same arrays."""
+
+    def __init__(self, entries: int, budget: int):
+        self._values: OrderedDict[tuple, tuple[dict[graph.Node, Any], int]] = OrderedDict()
+        self._entries, self._budget, self._bytes = entries, budget, 0
+        self._lock = threading.Lock()  # threads evaluating at once share the cache
+
+    def get(self, key: tuple) -> dict[graph.Node, Any] | None:
+        found = self._values.get(key)  # one C call: no lock needed to read
+        if found is None:
+            return None
+        with self._lock:
+            if key in self._values:  # (another thread may have dropped it meanwhile)
+                self._values.move_to_end(key)
+        return found[0]
+
+    def put(self, key: tuple, values: dict[graph.Node, Any], size: int) -> None:
+        if size > self._budget:
+            return
+        for value in values.values():
+            for array in _arrays(value):
+                array.flags.writeable = False
+        with self._lock:
+            if key in self._values:
+                return
+            self._values[key] = (values, size)
+            self._bytes += size
+            while self._bytes > self._budget or len(self._values) > self._entries:
+                self._bytes -= self._values.popitem(last=False)[1][1]
+
+
+def _arrays(value: Any) -> tuple[np.ndarray, ...]:
+    """The arrays a column holds (a mixed column's two)."""
+    return (value.values, value.ints) if isinstance(value, MixedColumn) else (value,)
+
+
+_INVARIANTS = _Invariants(_INVARIANT_ENTRIES, _INVARIANT_BYTES)
+
+
+@functools.lru_cache(maxsize=1024)
 def _chunk_size(plan: _Plan, n: int, limit: int) -> int:
-    """Inputs of length n per chunk, within the memory limit and near the working set."""
+    """Inputs of length n per chunk, within the memory limit and near the working set;
+    once per plan, length and limit (`peak_bytes` walks the whole plan)."""
     per_input, fixed = plan.peak_bytes(n)
     if fixed + per_input > limit:
         raise RaspResourceError(
@@ -411,16 +503,15 @@ def _chunk_size(plan: _Plan, n: int, limit: int) -> int:
 def _run_chunk(
     plan: _Plan, rows: Any, ids: list[int], exact: bool, shared: dict[graph.Node, np.ndarray]
 ) -> dict[graph.Node, np.ndarray]:
-    values: dict[graph.Node, np.ndarray] = {}
-    for step, node in enumerate(plan.order):
-        if node in shared:
-            values[node] = shared[node]
-        else:
-            values[node] = _compute_located(plan, node, values, rows, ids, exact)
-            if node in plan.invariant:
-                shared[node] = values[node]
-        for dropped in plan.drops[step]:
-            values.pop(dropped, None)
+    values: dict[graph.Node, np.ndarray] = dict(shared)
+    # once the invariant values are known (an earlier chunk or call), only the others run
+    steps = plan.varying_steps if len(shared) == len(plan.invariant) else plan.steps
+    for node, dropped in steps:
+        values[node] = _compute_located(plan, node, values, rows, ids, exact)
+        if node in plan.invariant:
+            shared[node] = values[node]
+        for done in dropped:
+            values.pop(done, None)
     return {root: _full_batch(values[root], len(rows)) for root in plan.roots}
 
 
@@ -441,8 +532,14 @@ def _compute_located(
 
 
 def _full_batch(value: Any, b: int) -> np.ndarray:
-    """A root's value as handed out: an ndarray (a mixed int/float column as its atoms)."""
-    return np.broadcast_to(as_array(value), (b,) + value.shape[1:])
+    """A root's value as handed out: an ndarray (a mixed int/float column as its atoms),
+    one row for the batch broadcast (read-only) to every input. The arrays the caller
+    must not write are read-only already: the kept invariant values (`_Invariants`) and
+    the caller's own tokens (`_tokens`)."""
+    array = as_array(value)
+    if array.shape[0] == b:
+        return array
+    return np.broadcast_to(array, (b,) + array.shape[1:])
 
 
 def _locate(
@@ -513,13 +610,17 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
             return rows.astype(np.int64)
         if kind in ("asis", "float") and rows.dtype.kind == "f" and not exact:
             return rows.astype(np.float64)
-        if kind in ("asis", "str") and rows.dtype == _CHARACTERS and (rows != "").all():
-            return rows  # what the joined strings below give (an element "" may be "\0")
+        if kind in ("asis", "str") and rows.dtype == CHARACTERS and rows.view(np.uint32).all():
+            # what the joined strings below give (an element "" may be "\0"); the caller's
+            # own array, which a result that is the tokens must not let it write through
+            tokens = rows.view()
+            tokens.flags.writeable = False
+            return tokens
         rows = rows.tolist()
     if kind in ("asis", "str") and set(map(type, rows)) == {str}:
         text = "".join(rows)
         if "\0" not in text:
-            return np.array([text]).view("U1").reshape(len(rows), len(rows[0]))
+            return np.array([text]).view(CHARACTERS).reshape(len(rows), len(rows[0]))
     # (a text input's row is a str: beside list rows, NumPy refuses the ragged array)
     if kind == "float" and not exact and not any(isinstance(r, str) for r in rows):
         numbers = np.array(rows)  # float(x) of ints, floats and bools is NumPy's cast

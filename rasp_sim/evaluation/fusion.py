@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core import graph
 from ..core.library_patterns import selector_width_of
-from .attention import aggregate, gathered, row_counts, select
+from .attention import aggregate, gather, gathered, row_counts, select
 from .columns import INT64_MAX, max_abs
 from .elementwise import _string_ranks, compare
 
@@ -63,6 +63,9 @@ def find(nodes: list[graph.Node]) -> dict[graph.Node, Fused]:
 
 def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bool) -> Any:
     """The value of `node` from the values of `fused.inputs`."""
+    if fused.kind == "gather" and inputs[0].dtype.kind == "i":  # first: reverse's, on one input
+        assert isinstance(node, graph.Aggregate)
+        return _gather(node, inputs[0], inputs[1], n, exact)
     if fused.kind == "width":
         return row_counts(inputs[0])
     if fused.kind == "equal width":
@@ -75,9 +78,6 @@ def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bo
     indices = np.arange(n, dtype=np.int64)[None, :]
     if fused.kind == "gather":
         queries, values = inputs
-        if queries.dtype.kind == "i":
-            selected = (queries >= 0) & (queries < n)
-            return gathered(values, np.where(selected, queries, 0), selected, node.default, exact)
         sel = select(indices, queries, "==", exact)
     else:
         keys, values = inputs
@@ -93,6 +93,18 @@ def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bo
                 return out
         sel = select(keys, indices, "==", exact)
     return aggregate(sel, values, node.default, node.reduction, exact)
+
+
+def _gather(node: graph.Aggregate, queries: np.ndarray, values: Any, n: int,
+            exact: bool) -> Any:
+    """`aggregate(select(indices, queries, ==), values)` for integer queries: query i
+    selects key queries[i] where that is a position."""
+    # both bounds in one comparison: a negative int64 read as a uint64 is above n
+    selected = (queries.view(np.uint64) < n if queries.dtype == np.int64
+                else (queries >= 0) & (queries < n))
+    if np.count_nonzero(selected) == selected.size:  # every query selects (reverse)
+        return gather(values, queries)
+    return gathered(values, np.where(selected, queries, 0), selected, node.default, exact)
 
 
 def _scatter(keys: np.ndarray, values: Any, n: int, default: Any, exact: bool) -> Any:
