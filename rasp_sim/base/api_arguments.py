@@ -9,6 +9,7 @@ devices (checked without importing torch where the value says enough)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import numbers
 import os
@@ -35,21 +36,38 @@ TORCH_DEVICE = re.compile(r"(cpu|cuda|mps)(?::(\d{1,4}))?")
 
 
 def input_list(function: str, inputs: Any) -> list:
-    """`inputs` as a list of inputs, each a str or a sequence of atoms. A 2-D array's
-    dtype is checked once, not row by row."""
+    """`inputs` as a list of inputs, each a str or a sequence of atoms (`checked_inputs`)."""
+    return list(checked_inputs(function, inputs))
+
+
+def checked_inputs(function: str, inputs: Any) -> Any:
+    """`inputs`, as given, once checked to be a list, tuple or array of inputs, each a str
+    or a sequence of atoms: a 2-D array stays an array (its dtype checked once, not row by
+    row), and a list of strs or of lists of atoms is checked in bulk, at C speed (a
+    notebook's loop calls this once per input)."""
     if isinstance(inputs, (str, bytes)):
         raise RaspTypeError(f"{function} takes a list of inputs, e.g. [{inputs!r}], not one "
                             f"{type(inputs).__name__}")
     if isinstance(inputs, np.ndarray) and inputs.ndim == 2:
         _array_atoms(function, inputs, "inputs")
-        return list(inputs)
+        return inputs
     if (not isinstance(inputs, (list, tuple, np.ndarray))
             or isinstance(inputs, np.ndarray) and inputs.ndim == 0):
         raise RaspTypeError(f"{function} takes a list of inputs (each a str or a list of "
                             f"tokens), not {shown(inputs)}")
-    for index, sequence in enumerate(inputs):
-        one_input(function, sequence, index)
-    return list(inputs)
+    if not _bulk_inputs(inputs):  # then one by one, to name the first wrong input
+        for index, sequence in enumerate(inputs):
+            one_input(function, sequence, index)
+    return inputs
+
+
+def _bulk_inputs(inputs: Any) -> bool:
+    """Whether `inputs` are all strs, or all lists and tuples of atoms that `_atoms`
+    passes by their types alone, found in two passes at C speed; False says nothing."""
+    kinds = set(map(type, inputs))
+    if kinds <= {str}:
+        return True
+    return kinds <= {list, tuple} and _plain_atoms(list(itertools.chain.from_iterable(inputs)))
 
 
 def one_input(function: str, sequence: Any, index: int = 0) -> Any:
@@ -81,13 +99,18 @@ def _atoms(function: str, values: Iterable[Any], where: str) -> None:
     """Each of `values` is a token atom; the common all-str or all-float sequences are
     passed by their types alone."""
     values = list(values)
+    if not _plain_atoms(values):
+        for position, value in enumerate(values):
+            token(function, value, f"{where} element {position}")
+
+
+def _plain_atoms(values: list) -> bool:
+    """Whether `values` are all str, float and bool, or all ints within MAX_INT_BITS (min
+    and max run at C speed: a long list of ints is checked in bulk); False says nothing."""
     kinds = set(map(type, values))
     if kinds <= {str, float, bool}:
-        return
-    if kinds == {int} and max(abs(max(values)), abs(min(values))).bit_length() <= MAX_INT_BITS:
-        return  # min and max run at C speed: a long list of ints is checked in bulk
-    for position, value in enumerate(values):
-        token(function, value, f"{where} element {position}")
+        return True
+    return kinds == {int} and max(abs(max(values)), abs(min(values))).bit_length() <= MAX_INT_BITS
 
 
 def token(function: str, value: Any, what: str, *, finite: bool = False) -> Any:
@@ -131,7 +154,8 @@ def flag(function: str, value: Any, argument: str) -> bool:
 
 def integer(function: str, value: Any, argument: str, minimum: int,
             maximum: int | None = None) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
+    if type(value) is not int and (not isinstance(value, numbers.Integral)  # int: no ABC look-up
+                                   or isinstance(value, (bool, np.bool_))):
         raise RaspTypeError(f"{function}: {argument} must be an int, not {shown(value)}")
     number = int(value)
     if number < minimum:

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..base import api_arguments as arguments
-from ..base.api_arguments import input_list
+from ..base.api_arguments import checked_inputs, input_list
 from ..base.errors import RaspNameError, RaspTypeError
 from ..base.renderers import renderer
-from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch, evaluate_groups
+from ..evaluation.evaluate import (DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch,
+                                   evaluate_groups, evaluate_values)
 from ..core.graph import Node, Selector
 from .values import kind_name
 
@@ -57,10 +58,10 @@ class Program:
         exact mode) per input, or for a selector one `SelectorValue` (its query x key
         rows) per input. `inputs` is a list of inputs, each a str (its characters are the
         tokens) or a sequence of atoms."""
-        inputs = input_list("run", inputs)
+        inputs = checked_inputs("run", inputs)  # an array is passed on whole
         node = self.node(name)[1]
-        values = [row[0] for row in self._evaluate(
-            [node], inputs, arguments.memory_limit("run", memory_limit))]
+        values = evaluate_values(node, inputs, exact=self.exact,
+                                 memory_limit_bytes=arguments.memory_limit("run", memory_limit))
         if isinstance(node, Selector):
             return [SelectorValue(rows, tuple(x)) for rows, x in zip(values, inputs)]
         return values
@@ -76,7 +77,7 @@ class Program:
         if isinstance(batch, np.ndarray) and batch.ndim != 2:
             raise RaspTypeError(f"run_batch takes a 2-D batch (inputs x positions), got an "
                                 f"array of shape {batch.shape}")
-        if len(input_list("run_batch", batch)) == 0:
+        if len(checked_inputs("run_batch", batch)) == 0:
             raise RaspTypeError("run_batch takes at least one input (the batch is empty)")
         value = evaluate_batch([node], batch, exact=self.exact,
                                memory_limit_bytes=memory_limit)[node]
@@ -115,9 +116,10 @@ class Program:
             if name is None:
                 raise RaspNameError(f"{self.source} assigns no names: nothing to evaluate "
                                     "(pass --name NAME)")
-        if name not in self.values:
-            raise RaspNameError(f"{self.source} defines no name {name!r}")
-        value = self.values[name]
+        try:
+            value = self.values[name]
+        except KeyError:
+            raise RaspNameError(f"{self.source} defines no name {name!r}") from None
         if not isinstance(value, Node):
             kind = kind_name(value)  # atom, list, dict or function here
             article = "an" if kind[0] in "aeiou" else "a"
