@@ -1,6 +1,6 @@
 """rasp-sim's interpreter + vectorised evaluator vs tracr's evaluator and the original RASP.
 
-    python benchmarks/interpreter.py [--quick] [--markdown] [--float-cli] [--original CHECKOUT --original-python PYTHON]
+    python benchmarks/interpreter.py [--quick] [--markdown] [--float-cli] [--per-call] [--original CHECKOUT --original-python PYTHON]
 
 Every time is CPU time (`time.process_time`; a child process's from `getrusage`), so other
 jobs on a shared machine slow a run less than they would wall time. The programs compared
@@ -79,6 +79,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+import rasp_sim
 from rasp_sim.core import graph
 from rasp_sim.cli.output import Printer
 from rasp_sim.evaluation.evaluate import evaluate_batch
@@ -402,6 +403,8 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--markdown", action="store_true", help="also print docs/benchmarks.md's tables")
     parser.add_argument("--float-cli", action="store_true",
                         help="only `rasp-sim run --inputs` on matmul 4x4x4 layouts vs the engine")
+    parser.add_argument("--per-call", action="store_true",
+                        help="only the Python API's per-call rows (Program.run, run_batch)")
     parser.add_argument("--original", default=os.environ.get("RASP_ORIGINAL"),
                         help="a checkout of tech-srl/RASP (default: $RASP_ORIGINAL)")
     parser.add_argument("--original-python",
@@ -426,6 +429,14 @@ def main() -> int:
             print(f"MISMATCH {problem}", file=sys.stderr)
         return 1 if problem else 0
     repeats = 3 if args.quick else 5
+    if args.per_call:  # those rows alone, in a minute
+        per_call_mismatches: list[str] = []
+        per_call_table = per_call_rows(batch_size, batch_size // 10, repeats, per_call_mismatches)
+        if args.markdown:
+            print(PER_CALL_HEADER + "\n".join(per_call_table))
+        for line in per_call_mismatches:
+            print(f"MISMATCH {line}", file=sys.stderr)
+        return 1 if per_call_mismatches else 0
     sample_size = 20 if args.quick else 200
     original_sample = sample_size // 10  # the original takes ~50 ms an input at n = 64
     original = None
@@ -481,6 +492,7 @@ def main() -> int:
                          f"{original_cells[0]} | {ours_rate / tracr_rate:,.0f}x | "
                          f"{original_cells[1]} |")
     reference_table = reference_rows(roots, batch_size, repeats, mismatches)
+    per_call_table = per_call_rows(batch_size, batch_size // 10, repeats, mismatches)
     library_table = library_rows(repeats, 200 if args.quick else 2000,
                                  3 if args.quick else 20, original, 1 if args.quick else 3,
                                  mismatches)
@@ -515,6 +527,7 @@ def main() -> int:
         print("\n| program | n | engine (us) | NumPy kernel (us) | numba kernel (us) | "
               "engine / reference |\n|---|---|---|---|---|---|")
         print("\n".join(reference_table))
+        print(PER_CALL_HEADER + "\n".join(per_call_table))
         print("\n| construction | n | rasp-sim seq/s | us per sequence | tracr seq/s | "
               "original seq/s | vs tracr | vs original |\n|---|---|---|---|---|---|---|---|")
         print("\n".join(library_table))
@@ -554,6 +567,58 @@ def reference_rows(roots: dict[str, graph.SOp], size: int, repeats: int,
         print(f"{name:8} {64:>3} {cells[0]:>7} {cells[1]:>7} {cells[2]:>7} {ratio:>10.1f}x",
               flush=True)
         rows.append(f"| {name} | 64 | {' | '.join(cells)} | {ratio:.1f}x |")
+    return rows
+
+
+PER_CALL_HEADER = ("\n| program | n | run, one input a call (us) | fixed per call (us) | "
+                   "run on the list (us/input) | run_batch, list of str | run_batch, <U1 array "
+                   "| run / run_batch | array / list |\n|---|---|---|---|---|---|---|---|---|\n")
+
+
+def per_call_rows(size: int, one_at_a_time: int, repeats: int,
+                  mismatches: list[str]) -> list[str]:
+    """The Python API (docs/python.md) on sort, hist and reverse at n = 64, as a user calls
+    it: `Program.run([x])` on one input at a time (the first `one_at_a_time` inputs, a
+    call each, as a notebook does), `run` on the whole list of `size` inputs, `run_batch`
+    on that list of str and on the same inputs as one `<U1` character array. Microseconds
+    per input, CPU time, interleaved medians of `repeats`; the fixed cost of a call is run
+    on one input less the batch rate (run_batch on the list). The outputs must agree, as
+    typed values (a difference goes to `mismatches`). Printed; Markdown rows returned."""
+    batch = random_batch(random.Random(37), 64, size)
+    characters = np.array(["".join(batch)]).view("U1").reshape(size, 64)
+    singles = batch[:one_at_a_time]
+    print(f"\nthe Python API per call (Program.run, run_batch) on {size:,} inputs at n = 64 "
+          f"(run one input a call on the first {one_at_a_time:,}), us per input, interleaved "
+          "medians")
+    print(f"{'program':8} {'one':>7} {'fixed':>7} {'run':>7} {'batch':>7} {'array':>7} "
+          f"{'run/batch':>10} {'array/list':>11}")
+    rows = []
+    for name in PROGRAMS:
+        source = programs()[name]
+        program = rasp_sim.parse(source.source, file=source.file)
+        on_list = program.run(batch, source.sop)
+        typed = [[(type(x), x) for x in row] for row in on_list]
+        others = {"one at a time": [program.run([x], source.sop)[0] for x in singles],
+                  "run_batch": program.run_batch(batch, source.sop).tolist(),
+                  "run_batch on the array": program.run_batch(characters, source.sop).tolist()}
+        for label, values in others.items():
+            if [[(type(x), x) for x in row] for row in values] != typed[:len(values)]:
+                mismatches.append(f"{name} n=64 Program.run vs {label}: values differ")
+        runs = {
+            "one": lambda: cpu_seconds(lambda: [program.run([x], source.sop) for x in singles]),
+            "run": lambda: cpu_seconds(lambda: program.run(batch, source.sop)),
+            "batch": lambda: cpu_seconds(lambda: program.run_batch(batch, source.sop)),
+            "array": lambda: cpu_seconds(lambda: program.run_batch(characters, source.sop)),
+        }
+        seconds = interleaved_medians(runs, repeats)
+        us = {k: 1e6 * v / (one_at_a_time if k == "one" else size) for k, v in seconds.items()}
+        fixed = us["one"] - us["batch"]
+        cells = [f"{us[k]:.2f}" for k in ("one",)] + [f"{fixed:.2f}"] + [
+            f"{us[k]:.3f}" for k in ("run", "batch", "array")]
+        ratios = [f"{us['run'] / us['batch']:.1f}x", f"{us['array'] / us['batch']:.2f}x"]
+        print(f"{name:8} {cells[0]:>7} {cells[1]:>7} {cells[2]:>7} {cells[3]:>7} "
+              f"{cells[4]:>7} {ratios[0]:>10} {ratios[1]:>11}", flush=True)
+        rows.append(f"| {name} | 64 | {' | '.join(cells)} | {' | '.join(ratios)} |")
     return rows
 
 

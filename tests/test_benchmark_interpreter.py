@@ -180,3 +180,18 @@ def test_sort_floor_runs_and_checks_its_kernel(monkeypatch, capsys):
     assert "floor with NumPy" in out and "DRAM bound" in out
     with pytest.raises(ValueError):
         sort_floor.inputs_checked_and_joined(["ab", "abc"])
+
+
+def test_per_call_rows_time_the_python_api_checked_against_run_batch(monkeypatch):
+    mismatches: list[str] = []
+    rows = bench.per_call_rows(20, 4, 1, mismatches)
+    assert mismatches == []
+    assert [row.split(" | ")[:2] for row in rows] == [["| sort", "64"], ["| hist", "64"],
+                                                       ["| reverse", "64"]]
+    assert all(row.count("|") == 10 and row.endswith("x |") for row in rows)
+    # run_batch giving other values (here: floats for reverse's strings) is reported
+    real = bench.rasp_sim.Program.run_batch
+    monkeypatch.setattr(bench.rasp_sim.Program, "run_batch",
+                        lambda self, *args: np.zeros(real(self, *args).shape))
+    bench.per_call_rows(20, 4, 1, mismatches)
+    assert "reverse n=64 Program.run vs run_batch: values differ" in mismatches
