@@ -259,13 +259,18 @@ def _fast_string(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 
 def _string_ranks(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Integers ordered like the strings (code point order, as in Python), so that big
-    (batch, n, n) comparisons compare ints: single characters are their code points."""
+    (batch, n, n) comparisons compare ints: single characters are their code points.
+    One column compared with itself (sort's keys, a histogram's) is ranked once, and both
+    ranks are the same array."""
     if a.dtype.itemsize == b.dtype.itemsize == 4:
-        a, b = a.view(np.uint32), b.view(np.uint32)
-        top = max(int(a.max(initial=0)), int(b.max(initial=0)))
+        same = a is b
+        a = a.view(np.uint32)
+        b = a if same else b.view(np.uint32)
+        top = int(a.max(initial=0)) if same else max(int(a.max(initial=0)), int(b.max(initial=0)))
         if top < 2**16:  # narrower codes: the (batch, n, n) comparison reads less memory
             code = np.uint8 if top < 2**8 else np.uint16
-            return a.astype(code), b.astype(code)
+            a = a.astype(code)
+            return a, (a if same else b.astype(code))
         return a, b
     both = np.concatenate([a.ravel(), b.ravel()])
     _, ranks = np.unique(both, return_inverse=True)

@@ -83,9 +83,8 @@ def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bo
         keys, values = inputs
         if fused.kind == "sorted":
             order = _stable_order(keys)
-            if order is not None:
-                return gathered(values, order, np.ones(order.shape, dtype=bool), node.default,
-                                exact)
+            if order is not None:  # every query selects one key: no default to place
+                return gather(values, order)
             keys = row_counts(_before(keys, exact))
         if keys.dtype.kind == "i":
             out = _scatter(keys, values, n, node.default, exact)
