@@ -44,6 +44,11 @@ otherwise. They run on a batch of their own, interleaved with the engine, and th
 reports the engine's time over the fastest kernel's: how far the general engine is from a
 program's floor.
 
+The Python API per call (`per_call_rows`, alone with --per-call): `Program.run` on one
+input at a time, on the whole list, and `run_batch` on the list of str and on the same
+inputs as one `<U1` array, for sort, hist and reverse at n = 64; the fixed cost of a call
+is run on one input less run_batch's rate. Their typed outputs must agree.
+
 The library's constructions (matmul 4x4x4, softmax 4x4, U with n = d = 4, an encoder layer
 with n = d = 2, inverse 4x4, at the input lengths their layouts need) run on random float
 layouts. tracr's evaluator gets each construction's own graph translated node for node
