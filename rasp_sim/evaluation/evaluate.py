@@ -38,7 +38,9 @@ do not depend on the input once, not per input); a group that exceeds
 RaspResourceError says so and how to raise the limit. Chunks are also kept near 32 MiB
 whatever the limit, which measured fastest. Values that do not depend on the input
 (indices, constants, `length`, `select(indices, 0, ==)`) are computed once per group, by
-its first chunk, as a single row that later chunks reuse and NumPy broadcasts.
+its first chunk, as a single row that later chunks reuse and NumPy broadcasts; they are
+kept, read-only, for later calls on inputs of the same length (`_Invariants`), so a program
+run on one input at a time computes them once per length.
 """
 from __future__ import annotations
 
