@@ -457,12 +457,13 @@ class _Invariants:
         self._lock = threading.Lock()  # threads evaluating at once share the cache
 
     def get(self, key: tuple) -> dict[graph.Node, Any] | None:
-        found = self._values.get(key)  # one C call: no lock needed to read
+        found = self._values.get(key)  # single C calls, atomic: no lock to read
         if found is None:
             return None
-        with self._lock:
-            if key in self._values:  # (another thread may have dropped it meanwhile)
-                self._values.move_to_end(key)
+        try:
+            self._values.move_to_end(key)  # used last: dropped last
+        except KeyError:  # another thread dropped it meanwhile
+            pass
         return found[0]
 
     def put(self, key: tuple, values: dict[graph.Node, Any], size: int) -> None:
@@ -619,10 +620,9 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
             tokens.flags.writeable = False
             return tokens
         rows = rows.tolist()
-    if kind in ("asis", "str") and set(map(type, rows)) == {str}:
-        text = "".join(rows)
-        if "\0" not in text:
-            return np.array([text]).view(CHARACTERS).reshape(len(rows), len(rows[0]))
+    text = _joined(rows) if kind in ("asis", "str") else None
+    if text is not None and "\0" not in text:
+        return np.array([text]).view(CHARACTERS).reshape(len(rows), len(rows[0]))
     # (a text input's row is a str: beside list rows, NumPy refuses the ragged array)
     if kind == "float" and not exact and not any(isinstance(r, str) for r in rows):
         numbers = np.array(rows)  # float(x) of ints, floats and bools is NumPy's cast
@@ -636,3 +636,13 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
     shape = (len(rows), len(rows[0]))
     items = (semantics.convert_token(kind, x, exact=exact) for r in rows for x in r)
     return from_objects(object_column(items, shape), exact=exact)
+
+
+def _joined(rows: Any) -> str | None:
+    """A group's rows joined, if they are all strs (of one length, as a group's rows are),
+    else None: the join is the check, with no pass over the rows' types of its own (the
+    input was checked by `_string_lengths` already where it came as strs)."""
+    try:
+        return "".join(rows)
+    except TypeError:  # a row that is not a str: a list of atoms
+        return None
