@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .program_files import NotRegularFile, open_regular
+from .program_files import open_regular, os_reason
 
 # JSON rasp-sim writes nests a few levels deep (a record of lists of lists); 64 leaves
 # room for any such file and stays far below the parser's recursion limit.
@@ -39,14 +39,14 @@ def read_bytes(path: str | os.PathLike, what: str, max_bytes: int) -> bytes:
     try:
         fd, info = open_regular(path, what)
     except (OSError, ValueError) as error:  # ValueError: a NUL in the name
-        raise UnreadableFile(_os_reason(error)) from None
+        raise UnreadableFile(os_reason(error)) from None
     try:
         if info.st_size > max_bytes:
             raise UnreadableFile(_too_large(f"{info.st_size:,} bytes", max_bytes))
         with open(fd, "rb", closefd=False) as stream:
             data = stream.read(max_bytes + 1)  # the file may grow after fstat
     except OSError as error:
-        raise UnreadableFile(_os_reason(error)) from None
+        raise UnreadableFile(os_reason(error)) from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:
@@ -92,9 +92,3 @@ def json_depth(data: bytes) -> int:
 
 def _too_large(size: str, max_bytes: int) -> str:
     return f"the file has {size}, above the limit of {max_bytes:,} bytes"
-
-
-def _os_reason(error: OSError | ValueError) -> str:
-    if isinstance(error, NotRegularFile):
-        return str(error)
-    return f"cannot read it: {getattr(error, 'strerror', None) or error}"

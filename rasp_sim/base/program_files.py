@@ -42,7 +42,7 @@ def read_program(path: str | os.PathLike, at: Span | None = None,
     try:
         fd, info = open_regular(path, "program")
     except (OSError, ValueError) as error:  # ValueError: a NUL in the name
-        raise _failure(RaspLoadError, path, at, _os_reason(error)) from None
+        raise _failure(RaspLoadError, path, at, os_reason(error)) from None
     try:
         if inside is not None:
             refusal = _refusal(path, opened_path(fd, path, info), inside)
@@ -53,7 +53,7 @@ def read_program(path: str | os.PathLike, at: Span | None = None,
             data = stream.read(MAX_PROGRAM_BYTES + 1)  # the file may grow after fstat
         _check_size(len(data), path, at, exact=False)
     except OSError as error:
-        raise _failure(RaspLoadError, path, at, _os_reason(error)) from None
+        raise _failure(RaspLoadError, path, at, os_reason(error)) from None
     finally:
         os.close(fd)
     try:
@@ -149,7 +149,9 @@ def _check_size(size: int, path: Path, at: Span | None, *, exact: bool) -> None:
                        "(rasp_sim.base.program_files.MAX_PROGRAM_BYTES)")
 
 
-def _os_reason(error: OSError | ValueError) -> str:
+def os_reason(error: OSError | ValueError) -> str:
+    """Why a file could not be read, as a message says it: what it is instead of a
+    regular file, or the OS's reason."""
     if isinstance(error, NotRegularFile):
         return str(error)
     reason = getattr(error, "strerror", None) or error
