@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import signal
 import sys
-import threading
 import traceback
 import warnings
 from contextlib import contextmanager
@@ -21,6 +19,7 @@ from typing import Iterator, NamedTuple, Sequence
 
 from ..base.errors import RaspError
 from ..base.freed_memory import keep_freed_memory
+from ..base.interrupts import sigint_handler
 from .streams import OutputFailed, guarded_stdout, silence_stdout
 
 
@@ -246,17 +245,15 @@ def _remembering_interrupts() -> Iterator[list[bool]]:
         if not isinstance(unraisable.exc_value, KeyboardInterrupt):
             previous_hook(unraisable)
 
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
-        yield seen
-        return
-    previous = signal.signal(signal.SIGINT, remember)
-    previous_hook, sys.unraisablehook = sys.unraisablehook, report_unraisable
-    try:
-        yield seen
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        sys.unraisablehook = previous_hook
+    with sigint_handler(remember) as installed:
+        if not installed:
+            yield seen
+            return
+        previous_hook, sys.unraisablehook = sys.unraisablehook, report_unraisable
+        try:
+            yield seen
+        finally:
+            sys.unraisablehook = previous_hook
 
 
 def _raised_while_interrupted(error: BaseException) -> bool:
