@@ -141,5 +141,5 @@ def test_file_that_grows_past_the_limit_after_the_size_check(in_tmp, monkeypatch
     real_fstat = os.fstat
     monkeypatch.setattr(program_files.os, "fstat",  # reports the size before it grew
                         lambda fd: os.stat_result((*real_fstat(fd)[:6], 10, *real_fstat(fd)[7:])))
-    with pytest.raises(RaspResourceError, match="the file has 101 bytes or more"):
+    with pytest.raises(RaspResourceError, match="the file has more than 100 bytes"):
         program_files.read_program("grows.rasp")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .program_files import open_regular, os_reason
+from .program_files import FileTooLarge, open_regular, os_reason, read_open_file
 
 # JSON rasp-sim writes nests a few levels deep (a record of lists of lists); 64 leaves
 # room for any such file and stays far below the parser's recursion limit.
@@ -41,17 +41,14 @@ def read_bytes(path: str | os.PathLike, what: str, max_bytes: int) -> bytes:
     except (OSError, ValueError) as error:  # ValueError: a NUL in the name
         raise UnreadableFile(os_reason(error)) from None
     try:
-        if info.st_size > max_bytes:
-            raise UnreadableFile(_too_large(f"{info.st_size:,} bytes", max_bytes))
-        with open(fd, "rb", closefd=False) as stream:
-            data = stream.read(max_bytes + 1)  # the file may grow after fstat
+        return read_open_file(fd, info, max_bytes)
+    except FileTooLarge as error:
+        raise UnreadableFile(f"the file has {error.size}, above the limit of "
+                             f"{max_bytes:,} bytes") from None
     except OSError as error:
         raise UnreadableFile(os_reason(error)) from None
     finally:
         os.close(fd)
-    if len(data) > max_bytes:
-        raise UnreadableFile(_too_large(f"more than {max_bytes:,} bytes", max_bytes))
-    return data
 
 
 def read_json(path: str | os.PathLike, what: str, max_bytes: int,
@@ -88,7 +85,3 @@ def json_depth(data: bytes) -> int:
     steps = (np.isin(structure, (ord("["), ord("{"))).astype(np.int64)
              - np.isin(structure, (ord("]"), ord("}"))))
     return int(np.cumsum(steps).max(initial=0))
-
-
-def _too_large(size: str, max_bytes: int) -> str:
-    return f"the file has {size}, above the limit of {max_bytes:,} bytes"

@@ -48,10 +48,12 @@ def read_program(path: str | os.PathLike, at: Span | None = None,
             refusal = _refusal(path, opened_path(fd, path, info), inside)
             if refusal is not None:
                 raise _failure(RaspLoadError, path, at, f"--sandbox refuses it: {refusal}")
-        _check_size(info.st_size, path, at, exact=True)
-        with open(fd, "rb", closefd=False) as stream:
-            data = stream.read(MAX_PROGRAM_BYTES + 1)  # the file may grow after fstat
-        _check_size(len(data), path, at, exact=False)
+        data = read_open_file(fd, info, MAX_PROGRAM_BYTES)
+    except FileTooLarge as error:
+        raise _failure(RaspResourceError, path, at,
+                       f"the file has {error.size}, above the limit of "
+                       f"{MAX_PROGRAM_BYTES:,} bytes ({_LIMIT_TEXT}) on program files "
+                       "(rasp_sim.base.program_files.MAX_PROGRAM_BYTES)") from None
     except OSError as error:
         raise _failure(RaspLoadError, path, at, os_reason(error)) from None
     finally:
@@ -59,10 +61,7 @@ def read_program(path: str | os.PathLike, at: Span | None = None,
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        line = data.count(b"\n", 0, error.start) + 1
-        # The prefix before the first bad byte decodes: count its characters.
-        column = len(data[line_start:error.start].decode("utf-8")) + 1
+        line, column = utf8_error_position(data, error)
         raise _failure(RaspLoadError, path, at,
                        f"not UTF-8 text: byte 0x{data[error.start]:02x} cannot be decoded "
                        "(program files must be UTF-8)", line, column) from None
@@ -83,6 +82,36 @@ def open_regular(path: str | os.PathLike, what: str) -> tuple[int, os.stat_resul
         os.close(fd)
         raise NotRegularFile(not_regular_reason(info, what))
     return fd, info
+
+
+class FileTooLarge(Exception):
+    """A file above its reader's limit; `size` says by how much, as a message puts it:
+    "N bytes", or "more than N bytes" when it grew after its size was read."""
+
+    def __init__(self, size: str) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_open_file(fd: int, info: os.stat_result, max_bytes: int) -> bytes:
+    """All of the regular file open as `fd` (its status `info`, from `open_regular`):
+    its size is checked before anything is read, and again on what was read, since the
+    file may grow after fstat. FileTooLarge above `max_bytes`; `fd` stays open."""
+    if info.st_size > max_bytes:
+        raise FileTooLarge(f"{info.st_size:,} bytes")
+    with open(fd, "rb", closefd=False) as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(f"more than {max_bytes:,} bytes")
+    return data
+
+
+def utf8_error_position(data: bytes, error: UnicodeDecodeError) -> tuple[int, int]:
+    """The line and column (1-based, in characters) of the first byte of `data` that
+    is not UTF-8 (`error` from decoding it): the text before it decodes."""
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    line = data.count(b"\n", 0, error.start) + 1
+    return line, len(data[line_start:error.start].decode("utf-8")) + 1
 
 
 def not_regular_reason(info: os.stat_result, what: str) -> str:
@@ -138,15 +167,6 @@ def _refusal(candidate: Path, resolved: Path | None, roots: Sequence[Path]) -> s
     if resolved.suffix != ".rasp":
         return f"{candidate} resolves to {resolved}, which is not a .rasp file"
     return None
-
-
-def _check_size(size: int, path: Path, at: Span | None, *, exact: bool) -> None:
-    if size > MAX_PROGRAM_BYTES:
-        raise _failure(RaspResourceError, path, at,
-                       f"the file has {size:,} bytes{'' if exact else ' or more'}, above "
-                       f"the limit of "
-                       f"{MAX_PROGRAM_BYTES:,} bytes ({_LIMIT_TEXT}) on program files "
-                       "(rasp_sim.base.program_files.MAX_PROGRAM_BYTES)")
 
 
 def os_reason(error: OSError | ValueError) -> str:

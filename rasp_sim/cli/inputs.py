@@ -17,6 +17,7 @@ import codecs
 import functools
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -27,7 +28,7 @@ import orjson
 
 from ..base.errors import RaspError, RaspLoadError, RaspResourceError, RaspTypeError, Source, Span
 from ..base.limits import MAX_INT_BITS, MAX_INT_DIGITS
-from ..base.program_files import open_regular
+from ..base.program_files import FileTooLarge, open_regular, read_open_file, utf8_error_position
 
 Atom = Any
 Input = Union[str, "list[Atom]", np.ndarray]  # see parse_input
@@ -197,24 +198,25 @@ def _read_text(path: str, max_bytes: int) -> str:
     would block or never end."""
     try:
         fd, info = open_regular(path, "inputs")
-        with open(fd, "rb") as file:
-            if info.st_size > max_bytes:
-                raise _too_big(path, f"{info.st_size:,} bytes", max_bytes)
-            data = file.read(max_bytes + 1)  # the file may grow after fstat
+        try:
+            data = read_open_file(fd, info, max_bytes)
+        finally:
+            os.close(fd)
+    except FileTooLarge as error:
+        raise RaspResourceError(
+            f"inputs file {path} has {error.size}, above the limit of {max_bytes:,} bytes "
+            "(an eighth of --memory-limit: parsed inputs take several times the space of "
+            "their text); raise --memory-limit") from None
     except (OSError, ValueError) as error:  # ValueError: a NUL in the name
         reason = getattr(error, "strerror", None) or error
         raise RaspLoadError(f"cannot read inputs file {path}: {reason}") from None
-    if len(data) > max_bytes:
-        raise _too_big(path, f"more than {max_bytes:,} bytes", max_bytes)
     data = data.removeprefix(codecs.BOM_UTF8)
     _check_line_lengths(data, path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         source = Source(path, data.decode("utf-8", "replace"))  # to quote the bad line
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        line = data.count(b"\n", 0, error.start) + 1
-        column = len(data[line_start:error.start].decode("utf-8", "replace")) + 1
+        line, column = utf8_error_position(data, error)
         raise RaspLoadError(
             f"inputs file is not UTF-8 text: byte 0x{data[error.start]:02x} here is "
             f"invalid ({error.reason})", Span(source, line, column, line, column + 1)) from None
@@ -236,13 +238,6 @@ def _check_line_lengths(data: bytes, path: str) -> None:
             f"above the limit of {MAX_INPUT_LINE_BYTES:,} on one input "
             "(rasp_sim.cli.inputs.MAX_INPUT_LINE_BYTES)",
             Span(Source(path), line + 1, 1, line + 1, 2))
-
-
-def _too_big(path: str, size: str, max_bytes: int) -> RaspResourceError:
-    return RaspResourceError(
-        f"inputs file {path} has {size}, above the limit of {max_bytes:,} bytes (an eighth "
-        "of --memory-limit: parsed inputs take several times the space of their text); "
-        "raise --memory-limit")
 
 
 # ------------------------------------------------------------------------- JSON lists

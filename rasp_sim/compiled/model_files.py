@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..base.program_files import MAX_PROGRAM_BYTES, NotRegularFile, open_regular, opened_path
+from ..base.program_files import (MAX_PROGRAM_BYTES, FileTooLarge, NotRegularFile, open_regular,
+                                  opened_path, read_open_file)
 
 if TYPE_CHECKING:
     from ..language.program import Program
@@ -140,7 +141,10 @@ class ModelFiles:
             raise Refused("unreadable", f"cannot read {path}: {error.strerror}") from None
         try:
             self._check_inside(name, opened_path(fd, path, info))  # a link swapped in
-            data = _read_bounded(fd, info.st_size, path)
+            data = read_open_file(fd, info, MAX_PROGRAM_BYTES)
+        except FileTooLarge:
+            raise Refused("too large", f"{path} has more than {MAX_PROGRAM_BYTES:,} bytes, "
+                          "the limit on program files") from None
         finally:
             os.close(fd)
         try:
@@ -153,17 +157,6 @@ class ModelFiles:
             raise Refused("outside the model's folder",
                           f"{name} is outside the model's folder {self.folder} and the "
                           "bundled library")
-
-
-def _read_bounded(fd: int, size: int, path: Path) -> bytes:
-    """At most MAX_PROGRAM_BYTES of the open file (it may grow after its size was read)."""
-    if size <= MAX_PROGRAM_BYTES:
-        with open(fd, "rb", closefd=False) as stream:
-            data = stream.read(MAX_PROGRAM_BYTES + 1)
-        if len(data) <= MAX_PROGRAM_BYTES:
-            return data
-    raise Refused("too large", f"{path} has more than {MAX_PROGRAM_BYTES:,} bytes, the "
-                  "limit on program files")
 
 
 def _library_roots() -> tuple[Path, ...]:
