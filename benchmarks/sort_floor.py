@@ -28,7 +28,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from rasp_sim.evaluation.evaluate import _string_lengths, _tokens, traffic_bytes  # noqa: E402
+from rasp_sim.evaluation.evaluate import traffic_bytes  # noqa: E402
+from rasp_sim.evaluation.texts import one_length_texts  # noqa: E402
 from rasp_sim.base.freed_memory import keep_freed_memory  # noqa: E402
 from rasp_sim.language.interpreter import Interpreter  # noqa: E402
 
@@ -52,10 +53,10 @@ def inputs_checked_and_joined(batch: list[str]) -> np.ndarray:
     """What `evaluate_batch` does with a list of strings, by the engine's own code: every
     input checked to be a non-empty string, of one length, then all joined into one array
     of characters."""
-    lengths = _string_lengths(batch)
-    if lengths is None or len(lengths) != 1:
+    texts = one_length_texts(batch)
+    if texts is None:
         raise ValueError("not strings of one length")
-    return _tokens(batch, "str", exact=False)
+    return texts.characters
 
 
 def counting_sort_kernel() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
