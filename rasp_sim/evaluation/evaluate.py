@@ -358,7 +358,7 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
             and inputs.dtype in (np.int64, np.float64, CHARACTERS) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
-    texts = one_length_texts(inputs) if not isinstance(inputs, np.ndarray) else None
+    texts = None if isinstance(inputs, np.ndarray) else one_length_texts(inputs)
     if texts is not None:  # strs of one length (one input): their characters read once
         yield list(range(len(inputs))), texts
         return
@@ -426,12 +426,18 @@ def _run_group(
     if len(rows) <= chunk:  # one chunk (one input)
         values = _run_chunk(plan, rows, ids, exact, shared)
     else:
-        parts = [_run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
+        parts = [_run_chunk(plan, _chunk_rows(rows, s, s + chunk), ids[s : s + chunk], exact,
+                            shared)
                  for s in range(0, len(rows), chunk)]
         values = {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
     if kept is None:
         _INVARIANTS.put(key, shared, plan.peak_bytes(n)[1])
     return values
+
+
+def _chunk_rows(rows: Any, start: int, stop: int) -> Any:
+    """A group's rows start to stop (strs with their characters: `Texts.rows`)."""
+    return rows.rows(start, stop) if isinstance(rows, Texts) else rows[start:stop]
 
 
 class _Invariants:

@@ -20,15 +20,14 @@ from .columns import CHARACTERS
 
 class Texts(list):
     """A group's inputs as they came (strs, which messages quote) with their characters:
-    `characters[i]` is input i as a `<U1` row. A slice (a chunk of the group) keeps its
-    rows of the matrix."""
+    `characters[i]` is input i as a `<U1` row."""
 
     characters: np.ndarray
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return texts_of(super().__getitem__(index), self.characters[index])
-        return super().__getitem__(index)
+    def rows(self, start: int, stop: int) -> "Texts":
+        """Inputs start to stop (a chunk of the group), with their rows of the matrix.
+        (Not `__getitem__`: a Python-level index would slow every `rows[0]`.)"""
+        return texts_of(self[start:stop], self.characters[start:stop])
 
 
 def texts_of(inputs: list, characters: np.ndarray) -> Texts:
@@ -39,7 +38,11 @@ def texts_of(inputs: list, characters: np.ndarray) -> Texts:
 
 def one_length_texts(inputs: Sequence[Any]) -> Texts | None:
     """`inputs` with their characters, if they are non-empty strs of one length without a
-    NUL (which the `<U1` matrix cannot tell from ""), else None."""
+    NUL (which the `<U1` matrix cannot tell from ""), else None. `Texts` are returned as
+    they are: a caller that read them once (`Program.run`, whose argument check this is)
+    passes them on."""
+    if isinstance(inputs, Texts):
+        return inputs
     b = len(inputs)
     if not b:
         return None
@@ -47,6 +50,10 @@ def one_length_texts(inputs: Sequence[Any]) -> Texts | None:
         text = "\0".join(inputs)
     except TypeError:  # an input that is not a str
         return None
+    if b == 1:  # one input (a notebook's call): no separators to look for
+        if not text or "\0" in text:
+            return None
+        return texts_of(list(inputs), np.array([text]).view(CHARACTERS).reshape(1, -1))
     n, rest = divmod(len(text) + 1, b)
     n -= 1  # each input's n characters and its separator (the last has none)
     if n <= 0 or rest:
