@@ -30,6 +30,7 @@ import numpy as np
 from ..core import semantics
 from ..base.limits import check_rational_sum
 from .columns import (
+    CHARACTERS,
     FLOAT32_EXACT_INT,
     FLOAT_EXACT_INT,
     INT64_MAX,
@@ -123,7 +124,9 @@ def gather(values: Any, idx: np.ndarray) -> Any:
     # few us on one input)
     if idx.shape[0] == 1:
         part = _progression(idx[0]) if values.shape[0] >= _SLICED_ROWS else None
-        if part is not None:  # (reverse's flip) one strided copy: 1.7x `take` on <U1
+        if part is not None:  # (reverse's flip) one strided copy: 2x `take` on <U1
+            if values.dtype == CHARACTERS:  # copied as code points: NumPy's str copy is slower
+                return values.view(np.uint32)[:, part].copy().view(CHARACTERS)
             return values[:, part].copy()
         return values.take(idx[0], axis=-1)
     if values.shape[0] == 1:

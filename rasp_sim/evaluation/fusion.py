@@ -33,6 +33,7 @@ import numpy as np
 
 from ..core import graph
 from ..core.library_patterns import selector_width_of
+from . import accelerate
 from .attention import aggregate, gather, gathered, row_counts, select
 from .columns import CHARACTERS, INT64_MAX, max_abs
 from .elementwise import _string_ranks, compare
@@ -157,6 +158,9 @@ def _equal_width(keys: Any, queries: Any, exact: bool) -> np.ndarray:
     if codes is None:
         return row_counts(select(keys, queries, "==", exact))
     key_codes, query_codes, low, size = codes
+    counted = accelerate.equal_counts(key_codes, query_codes, low, size)
+    if counted is not None:  # the compiled kernel (evaluation/accelerate.py)
+        return counted
     rows, n = key_codes.shape
     batch = max(rows, query_codes.shape[0])
     # each (input, value) pair's number, input i's values from i * size on: one add of the
@@ -185,15 +189,16 @@ def _equality_codes(keys: Any, queries: Any) -> tuple[Any, Any, int, int] | None
     against numbers, which the selector compares). Where the keys and queries are one
     column, so are the codes."""
     same = keys is queries
-    kinds = {getattr(keys, "dtype", np.dtype(object)).kind,
-             getattr(queries, "dtype", np.dtype(object)).kind}
-    if kinds == {"U"}:
-        if keys.dtype == queries.dtype == CHARACTERS:
+    key_kind = keys.dtype.kind if isinstance(keys, np.ndarray) else "O"
+    query_kind = key_kind if same else (
+        queries.dtype.kind if isinstance(queries, np.ndarray) else "O")
+    if key_kind == query_kind == "U":
+        if keys.dtype == CHARACTERS and (same or queries.dtype == CHARACTERS):
             keys = keys.view(np.uint32)
             queries = keys if same else queries.view(np.uint32)
         else:
             keys, queries = _string_ranks(keys, queries)
-    elif not kinds <= {"b", "i"}:
+    elif key_kind not in "bi" or query_kind not in "bi":
         return None
     if not (keys.size and queries.size):
         return None
@@ -201,12 +206,14 @@ def _equality_codes(keys: Any, queries: Any) -> tuple[Any, Any, int, int] | None
     columns = [c.view(np.uint8) if c.dtype.kind == "b" else c
                for c in ((keys,) if same else (keys, queries))]
     limit = 4 * keys.shape[-1] + 256
-    high = max(int(column.max()) for column in columns)
+    high = max([int(column.max()) for column in columns])
     # one row of keys with unsigned codes (characters, bools) below the limit: a table from
     # 0, with no minimum to find (a call on one input); a batch's table is one per input,
     # kept small (8 letters: 80,000 slots rather than 1,050,000 from 0, 1.9x faster)
-    low = 0 if keys.shape[0] == 1 and high < limit and all(
-        c.dtype.kind == "u" for c in columns) else min(int(column.min()) for column in columns)
+    if keys.shape[0] == 1 and high < limit and {c.dtype.kind for c in columns} == {"u"}:
+        low = 0
+    else:
+        low = min([int(column.min()) for column in columns])
     size = high - low + 1
     if size > limit:
         values, ranks = np.unique(np.concatenate([c.reshape(-1) for c in columns]),
