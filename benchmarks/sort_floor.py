@@ -7,13 +7,15 @@ The parts any evaluator of those inputs pays, timed apart (CPU time, median of 1
 - the inputs: checking that every input is a string of one length, and joining them into
   one array of characters (what `evaluate_batch` does with a list of strings);
 - the order: each input's positions in a stable order of its characters, by NumPy's stable
-  argsort of one-byte codes (a radix sort; what the engine runs);
+  argsort of one-byte codes (a radix sort; what the engine runs for `sort(k, v)` with
+  other values: `sort(k, k)` is NumPy's default sort of the keys, below this floor);
 - the output: gathering each input's characters in that order;
 - with numba, order and output in one compiled counting sort (one pass to count each
   code, one to place each character: the fewest passes a comparison-free sort makes).
 Their sum is a floor under any evaluation that takes the inputs as Python strings and
-sorts by a general algorithm. numba is not a dependency of rasp-sim: this script only
-measures how close a compiled kernel could bring `sort` to the bound (docs/benchmarks.md).
+sorts by a general algorithm. numba is an optional extra of rasp-sim (its engine compiles a
+histogram's count, not sorts): this script measures how close a compiled kernel could
+bring `sort` to the bound (docs/benchmarks.md).
 """
 from __future__ import annotations
 

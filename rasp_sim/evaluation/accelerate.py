@@ -5,12 +5,13 @@ input's codes and a lookup per query in one pass of a compiled loop, where NumPy
 (input, value) slots, a bincount and a gather (docs/benchmarks.md). The kernel's result is
 the NumPy path's, array for array (tests/test_accelerate.py runs both).
 
-Loading costs: importing numba takes about 0.25 s of CPU and the kernel's first call 0.3 s
-(from numba's cache) to 0.7 s (compiled), against about 0.05 us saved per input at n = 64.
-So it is loaded only once it pays: `RASP_SIM_ACCELERATE` (read at each use) says when.
+Loading costs: the first batch that uses the kernel takes 0.42 s of CPU more (importing
+numba, the kernel from numba's cache) or 0.74 s (compiled, the first time after an install),
+against about 0.05 us saved per input at n = 64 (docs/benchmarks.md). So it is loaded only
+once it pays: `RASP_SIM_ACCELERATE` (read at each use) says when.
 
 - unset or `auto`: NumPy until this process has counted `PAYOFF_ELEMENTS` keys by NumPy
-  (about 4 million inputs at n = 64, some 0.5 s of NumPy counting, the load's cost), then
+  (about 4 million inputs at n = 64, about as much NumPy counting as the load costs), then
   the kernel for batches of at least `MIN_ELEMENTS` keys. Spending on NumPy what the load
   costs before paying it keeps any run within 2x of the better of the two (a rent-or-buy
   rule); a CLI run or a small notebook call never imports numba.
