@@ -76,7 +76,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 # As the CLI does: OpenBLAS's thread per core spins on a shared machine, which CPU time
 # counts, and speeds nothing up here. Set before NumPy starts OpenBLAS.
@@ -87,6 +87,7 @@ import numpy as np  # noqa: E402
 import rasp_sim
 from rasp_sim.core import graph
 from rasp_sim.cli.output import Printer
+from rasp_sim.evaluation import accelerate
 from rasp_sim.evaluation.evaluate import evaluate_batch
 from rasp_sim.base.freed_memory import keep_freed_memory
 from rasp_sim.language.interpreter import Interpreter
@@ -408,6 +409,8 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--markdown", action="store_true", help="also print docs/benchmarks.md's tables")
     parser.add_argument("--float-cli", action="store_true",
                         help="only `rasp-sim run --inputs` on matmul 4x4x4 layouts vs the engine")
+    parser.add_argument("--reference", action="store_true",
+                        help="only sort, hist and reverse against their reference kernels")
     parser.add_argument("--per-call", action="store_true",
                         help="only the Python API's per-call rows (Program.run, run_batch)")
     parser.add_argument("--original", default=os.environ.get("RASP_ORIGINAL"),
@@ -434,6 +437,15 @@ def main() -> int:
             print(f"MISMATCH {problem}", file=sys.stderr)
         return 1 if problem else 0
     repeats = 3 if args.quick else 5
+    if args.reference:  # those rows alone, in a minute
+        reference_mismatches: list[str] = []
+        reference_table = reference_rows(rasp_sim_roots(programs())[0], batch_size, repeats,
+                                         reference_mismatches)
+        if args.markdown:
+            print(REFERENCE_HEADER + "\n".join(reference_table))
+        for line in reference_mismatches:
+            print(f"MISMATCH {line}", file=sys.stderr)
+        return 1 if reference_mismatches else 0
     if args.per_call:  # those rows alone, in a minute
         per_call_mismatches: list[str] = []
         per_call_table = per_call_rows(batch_size, batch_size // 10, repeats, per_call_mismatches)
@@ -529,9 +541,7 @@ def main() -> int:
         print("\n| program | n | rasp-sim seq/s | tracr seq/s | original seq/s | vs tracr | "
               "vs original |\n|---|---|---|---|---|---|---|")
         print("\n".join(table))
-        print("\n| program | n | engine (us) | NumPy kernel (us) | numba kernel (us) | "
-              "engine / reference |\n|---|---|---|---|---|---|")
-        print("\n".join(reference_table))
+        print(REFERENCE_HEADER + "\n".join(reference_table))
         print(PER_CALL_HEADER + "\n".join(per_call_table))
         print("\n| construction | n | rasp-sim seq/s | us per sequence | tracr seq/s | "
               "original seq/s | vs tracr | vs original |\n|---|---|---|---|---|---|---|---|")
@@ -541,17 +551,40 @@ def main() -> int:
     return 1 if mismatches else 0
 
 
+T = TypeVar("T")
+REFERENCE_HEADER = ("\n| program | n | engine (us) | engine with numba (us) | NumPy kernel (us) | "
+                    "numba kernel (us) | engine / reference | engine with numba / reference |"
+                    "\n|---|---|---|---|---|---|---|---|\n")
+
+
+def _in_mode(mode: str, work: Callable[[], T]) -> T:
+    """`work` with the engine's accelerator in `mode` (rasp_sim/evaluation/accelerate.py)."""
+    before = os.environ.get(accelerate.ENVIRONMENT)
+    os.environ[accelerate.ENVIRONMENT] = mode
+    try:
+        return work()
+    finally:
+        if before is None:
+            del os.environ[accelerate.ENVIRONMENT]
+        else:
+            os.environ[accelerate.ENVIRONMENT] = before
+
+
 def reference_rows(roots: dict[str, graph.SOp], size: int, repeats: int,
                    mismatches: list[str]) -> list[str]:
     """sort, hist and reverse at n = 64 beside their reference kernels, on one batch of
     `size` random strings: outputs checked equal (a difference is added to `mismatches`),
-    CPU time interleaved, medians of `repeats` (printed; Markdown rows returned)."""
+    CPU time interleaved, medians of `repeats` (printed; Markdown rows returned). The
+    engine runs twice where numba is installed: NumPy alone (RASP_SIM_ACCELERATE=0) and
+    with its compiled kernels from the first batch (=1; compiled before timing)."""
     batch = random_batch(random.Random(64), 64, size)
     compiled = numba_kernels()
     print(f"\nreference kernels (benchmarks/reference_kernels.py) on {size:,} inputs at n = 64, "
           "us per input, interleaved medians; numba: "
           + ("installed" if compiled else "not installed (pip install rasp-sim[bench])"))
-    print(f"{'program':8} {'n':>3} {'engine':>7} {'NumPy':>7} {'numba':>7} {'engine/ref':>11}")
+    print(f"{'program':8} {'n':>3} {'engine':>7} {'+numba':>7} {'NumPy':>7} {'numba':>7} "
+          f"{'engine/ref':>11} {'+numba/ref':>11}")
+    engines = {"engine": "0", "+numba": "1"} if compiled else {"engine": "0"}
     rows = []
     for name in PROGRAMS:
         root = roots[name]
@@ -559,19 +592,26 @@ def reference_rows(roots: dict[str, graph.SOp], size: int, repeats: int,
         if compiled and compiled[name] is not NUMPY_KERNELS[name]:
             kernels["numba"] = compiled[name]
         expected = evaluate_batch([root], batch)[root]
-        for kernel_name, kernel in kernels.items():  # numba compiles here, before timing
-            out = kernel(batch)
+        outputs = {f"{k} reference kernel": kernel(batch)  # numba compiles here, before timing
+                   for k, kernel in kernels.items()}
+        outputs.update({f"engine in accelerator mode {mode}": _in_mode(
+            mode, functools.partial(evaluate_batch, [root], batch))[root]
+            for mode in engines.values()})
+        for label, out in outputs.items():
             if out.dtype != expected.dtype or not np.array_equal(out, expected):
-                mismatches.append(f"{name} n=64 {kernel_name} reference kernel differs")
-        runs = {"engine": lambda: cpu_seconds(lambda: evaluate_batch([root], batch))}
+                mismatches.append(f"{name} n=64 {label} differs")
+        engine_run = functools.partial(cpu_seconds, functools.partial(evaluate_batch, [root], batch))
+        runs: dict[str, Callable[[], float]] = {
+            label: functools.partial(_in_mode, mode, engine_run) for label, mode in engines.items()}
         for kernel_name, kernel in kernels.items():
             runs[kernel_name] = functools.partial(cpu_seconds, functools.partial(kernel, batch))
         us = {k: 1e6 * v / size for k, v in interleaved_medians(runs, repeats).items()}
-        ratio = us["engine"] / min(us[k] for k in kernels)
-        cells = [f"{us[k]:.3f}" if k in us else "-" for k in ("engine", "NumPy", "numba")]
-        print(f"{name:8} {64:>3} {cells[0]:>7} {cells[1]:>7} {cells[2]:>7} {ratio:>10.1f}x",
-              flush=True)
-        rows.append(f"| {name} | 64 | {' | '.join(cells)} | {ratio:.1f}x |")
+        floor = min(us[k] for k in kernels)
+        cells = [f"{us[k]:.3f}" if k in us else "-" for k in ("engine", "+numba", "NumPy", "numba")]
+        ratios = [f"{us[k] / floor:.1f}x" if k in us else "-" for k in ("engine", "+numba")]
+        print(f"{name:8} {64:>3} {cells[0]:>7} {cells[1]:>7} {cells[2]:>7} {cells[3]:>7} "
+              f"{ratios[0]:>11} {ratios[1]:>11}", flush=True)
+        rows.append(f"| {name} | 64 | {' | '.join(cells)} | {' | '.join(ratios)} |")
     return rows
 
 

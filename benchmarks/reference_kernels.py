@@ -15,8 +15,9 @@ general.
 
 With numba installed (`pip install rasp-sim[bench]`), sort and hist are compiled loops:
 sort a counting sort that writes each code as often as it occurs, hist a count and a lookup
-per row. Without numba they are NumPy (`np.sort`; a bincount of (row, code) slots). reverse
-is NumPy either way: a reversed view widened to code points in one copy.
+per row. Without numba they are NumPy (`np.sort` of the codes widened to 32 bits, which NumPy
+vectorises; a bincount of (row, code) slots). reverse is NumPy either way: a reversed view
+widened to code points in one copy.
 
 Their domain is the engine's fast path for strings: non-empty strings of one length, with
 no NUL (which the engine's `<U1` cannot tell from "") and no lone surrogate (which has no
@@ -66,8 +67,10 @@ def narrow_codes(codes: np.ndarray) -> tuple[np.ndarray, int, int, np.ndarray | 
 
 
 def sort_numpy(batch: list[str]) -> np.ndarray:
-    # a radix sort for one-byte codes; stable or not, equal characters are alike
-    return as_characters(np.sort(codes_of(batch), axis=-1, kind="stable"))
+    # NumPy's default sort of the codes widened to 32 bits, vectorised (x86-simd-sort where
+    # the CPU has AVX2 or AVX-512): 0.06 us an input here, against 0.23 for the radix sort
+    # of the one-byte codes; stable or not, equal characters are alike
+    return np.sort(as_characters(codes_of(batch)).view(np.uint32), axis=-1).view(_CHARACTERS)
 
 
 def hist_numpy(batch: list[str]) -> np.ndarray:

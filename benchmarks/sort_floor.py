@@ -7,13 +7,15 @@ The parts any evaluator of those inputs pays, timed apart (CPU time, median of 1
 - the inputs: checking that every input is a string of one length, and joining them into
   one array of characters (what `evaluate_batch` does with a list of strings);
 - the order: each input's positions in a stable order of its characters, by NumPy's stable
-  argsort of one-byte codes (a radix sort; what the engine runs);
+  argsort of one-byte codes (a radix sort; what the engine runs for `sort(k, v)` with
+  other values: `sort(k, k)` is NumPy's default sort of the keys, below this floor);
 - the output: gathering each input's characters in that order;
 - with numba, order and output in one compiled counting sort (one pass to count each
   code, one to place each character: the fewest passes a comparison-free sort makes).
 Their sum is a floor under any evaluation that takes the inputs as Python strings and
-sorts by a general algorithm. numba is not a dependency of rasp-sim: this script only
-measures how close a compiled kernel could bring `sort` to the bound (docs/benchmarks.md).
+sorts by a general algorithm. numba is an optional extra of rasp-sim (its engine compiles a
+histogram's count, not sorts): this script measures how close a compiled kernel could
+bring `sort` to the bound (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from rasp_sim.evaluation.evaluate import _string_lengths, _tokens, traffic_bytes  # noqa: E402
+from rasp_sim.evaluation.evaluate import traffic_bytes  # noqa: E402
+from rasp_sim.evaluation.texts import one_length_texts  # noqa: E402
 from rasp_sim.base.freed_memory import keep_freed_memory  # noqa: E402
 from rasp_sim.language.interpreter import Interpreter  # noqa: E402
 
@@ -52,10 +55,10 @@ def inputs_checked_and_joined(batch: list[str]) -> np.ndarray:
     """What `evaluate_batch` does with a list of strings, by the engine's own code: every
     input checked to be a non-empty string, of one length, then all joined into one array
     of characters."""
-    lengths = _string_lengths(batch)
-    if lengths is None or len(lengths) != 1:
+    texts = one_length_texts(batch)
+    if texts is None:
         raise ValueError("not strings of one length")
-    return _tokens(batch, "str", exact=False)
+    return texts.characters
 
 
 def counting_sort_kernel() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:

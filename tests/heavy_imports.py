@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("jax", "haiku", "tracr")
+HEAVY = ("jax", "haiku", "tracr", "numba")
 
 
 def heavy_modules_after(statement: str, folder: Path) -> list[str]:

@@ -170,3 +170,40 @@ def test_sorts_of_long_inputs_with_ties_match_node_by_node(name: str) -> None:
             plain = _outcome(ROOTS[name], batch)
         assert fused[0] == plain[0]
         assert same_rows(fused[1], plain[1]) if fused[0] == "ok" else fused[1] == plain[1]
+
+
+_COLUMNS = {
+    "int": lambda rng, shape: rng.integers(-3, 4, size=shape),
+    "wide int": lambda rng, shape: rng.choice([-2**62, 0, 5, 2**62], size=shape),
+    "bool": lambda rng, shape: rng.random(shape) < 0.5,
+    "char": lambda rng, shape: rng.choice(["a", "b", "é", "\U0001f600", ""], size=shape),
+    "ascii": lambda rng, shape: rng.choice(["a", "z", "~"], size=shape),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(_COLUMNS)), st.sampled_from(sorted(_COLUMNS)),
+       st.integers(1, 5), st.integers(1, 70), st.booleans(), st.booleans(), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_equal_width_and_sorted_values_match_the_selector(key_kind, query_kind, rows, n,
+                                                          one_key_row, one_query_row, same,
+                                                          seed):
+    """The fused counts of select(k, q, ==) on random columns of every kind the fast forms
+    take (one row of keys or queries shared by the batch, one column against itself,
+    non-ASCII characters and "", values spanning a wide range), and sort(k, k), against
+    the selector and the stable order's gather."""
+    import numpy as np
+
+    from rasp_sim.evaluation.attention import gather, row_counts, select
+
+    rng = np.random.default_rng(seed)
+    keys = _COLUMNS[key_kind](rng, (1 if one_key_row else rows, n))
+    queries = keys if same else _COLUMNS[query_kind](rng, (1 if one_query_row else rows, n))
+    if keys.dtype.kind != queries.dtype.kind and {keys.dtype.kind, queries.dtype.kind} & {"U"}:
+        return  # strings against numbers: the selector's own comparison, not fused
+    want = row_counts(select(keys, queries, "==", False))
+    got = fusion._equal_width(keys, queries, False)
+    assert got.dtype == want.dtype and np.array_equal(np.broadcast_to(got, want.shape), want)
+    ordered = gather(keys, np.argsort(fusion._orderable_codes(keys), axis=-1, kind="stable"))
+    sorted_keys = fusion._sorted_values(keys)
+    assert sorted_keys.dtype == ordered.dtype and np.array_equal(sorted_keys, ordered)

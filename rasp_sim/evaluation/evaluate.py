@@ -59,6 +59,7 @@ from .attention import aggregate, select
 from .columns import (CHARACTERS, MixedColumn, as_array, concat_rows, constant, from_objects, object_column,
                       python_rows)
 from .elementwise import apply_map
+from .texts import Texts, one_length_texts
 from ..base.text import short_repr
 
 DEFAULT_MEMORY_LIMIT = 4 * 2**30
@@ -143,10 +144,8 @@ def evaluate_batch(
 ) -> dict[graph.Node, np.ndarray]:
     """Array-level evaluation of a batch of equal-length inputs."""
     plan = _plan(tuple(roots))
-    lengths = _string_lengths(batch) if isinstance(batch, (list, tuple)) else None
-    if lengths is not None and len(lengths) == 1:
-        rows: Any = list(batch)
-    else:
+    rows: Any = one_length_texts(batch) if isinstance(batch, (list, tuple)) else None
+    if rows is None:
         if isinstance(batch, np.ndarray) and batch.ndim == 2 and len(batch) and not batch.shape[1]:
             raise _empty_input(0)  # rows of no positions
         if isinstance(batch, np.ndarray):
@@ -156,7 +155,8 @@ def evaluate_batch(
             if len(set(map(len, rows))) > 1:
                 raise RaspTypeError("evaluate_batch needs inputs of one length; use evaluate "
                                     "for mixed lengths")
-    return _run_group(plan, rows, list(range(len(rows))), exact, memory_limit_bytes)
+    # (a range: a list of 10,000 positions, for messages only, cost 0.01 us an input)
+    return _run_group(plan, rows, range(len(rows)), exact, memory_limit_bytes)
 
 
 def evaluate_defined(
@@ -358,9 +358,9 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
             and inputs.dtype in (np.int64, np.float64, CHARACTERS) and inputs.size > 0):
         yield list(range(len(inputs))), inputs
         return
-    texts = _string_lengths(inputs)
-    if texts is not None and len(texts) == 1:  # strs of one length (one input): as they are
-        yield list(range(len(inputs))), list(inputs)
+    texts = None if isinstance(inputs, np.ndarray) else one_length_texts(inputs)
+    if texts is not None:  # strs of one length (one input): their characters read once
+        yield list(range(len(inputs))), texts
         return
     rows = _as_inputs(inputs, first_index)
     lengths = list(map(len, rows))
@@ -374,20 +374,10 @@ def _length_groups(inputs: Sequence[Any] | np.ndarray,
         yield ids, _group_rows([rows[i] for i in ids])
 
 
-def _string_lengths(inputs: Sequence[Any] | np.ndarray) -> set[int] | None:
-    """The lengths of inputs that are all non-empty strings, checked at C speed, else None:
-    such a batch needs no per-input conversion (`_as_inputs`), and of one length it is one
-    group as it is (`evaluate_batch`)."""
-    if set(map(type, inputs)) != {str}:
-        return None
-    lengths = set(map(len, inputs))
-    return None if 0 in lengths else lengths
-
-
 def _as_inputs(inputs: Sequence[Any] | np.ndarray, first_index: int) -> list:
     """Every input checked and as `_group_rows` takes it (input i named first_index + i);
     a list of non-empty strings as it is, checked at C speed."""
-    if _string_lengths(inputs) is not None:
+    if set(map(type, inputs)) == {str} and all(inputs):
         return list(inputs)
     return [_as_input(x, first_index + i) for i, x in enumerate(inputs)]
 
@@ -425,7 +415,7 @@ def _group_rows(rows: list) -> Any:
 
 
 def _run_group(
-    plan: _Plan, rows: Any, ids: list[int], exact: bool, limit: int
+    plan: _Plan, rows: Any, ids: Sequence[int], exact: bool, limit: int
 ) -> dict[graph.Node, np.ndarray]:
     n = len(rows[0])
     chunk = _chunk_size(plan, n, limit)
@@ -436,12 +426,18 @@ def _run_group(
     if len(rows) <= chunk:  # one chunk (one input)
         values = _run_chunk(plan, rows, ids, exact, shared)
     else:
-        parts = [_run_chunk(plan, rows[s : s + chunk], ids[s : s + chunk], exact, shared)
+        parts = [_run_chunk(plan, _chunk_rows(rows, s, s + chunk), ids[s : s + chunk], exact,
+                            shared)
                  for s in range(0, len(rows), chunk)]
         values = {root: concat_rows([p[root] for p in parts]) for root in plan.roots}
     if kept is None:
         _INVARIANTS.put(key, shared, plan.peak_bytes(n)[1])
     return values
+
+
+def _chunk_rows(rows: Any, start: int, stop: int) -> Any:
+    """A group's rows start to stop (strs with their characters: `Texts.rows`)."""
+    return rows.rows(start, stop) if isinstance(rows, Texts) else rows[start:stop]
 
 
 class _Invariants:
@@ -504,7 +500,7 @@ def _chunk_size(plan: _Plan, n: int, limit: int) -> int:
 
 
 def _run_chunk(
-    plan: _Plan, rows: Any, ids: list[int], exact: bool, shared: dict[graph.Node, np.ndarray]
+    plan: _Plan, rows: Any, ids: Sequence[int], exact: bool, shared: dict[graph.Node, np.ndarray]
 ) -> dict[graph.Node, np.ndarray]:
     values: dict[graph.Node, np.ndarray] = dict(shared)
     # once the invariant values are known (an earlier chunk or call), only the others run
@@ -519,7 +515,7 @@ def _run_chunk(
 
 
 def _compute_located(
-    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool
+    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: Sequence[int], exact: bool
 ) -> np.ndarray:
     """`_compute`, with a failure located at the first failing input and a span."""
     try:
@@ -546,7 +542,7 @@ def _full_batch(value: Any, b: int) -> np.ndarray:
 
 
 def _locate(
-    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: list[int], exact: bool,
+    plan: _Plan, node: graph.Node, values: dict, rows: Any, ids: Sequence[int], exact: bool,
     exc: RaspError,
 ) -> RaspError:
     """Re-run the failing node input by input to name the first input it fails on."""
@@ -620,6 +616,8 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
             tokens.flags.writeable = False
             return tokens
         rows = rows.tolist()
+    if isinstance(rows, Texts) and kind in ("asis", "str"):
+        return rows.characters
     text = _joined(rows) if kind in ("asis", "str") else None
     if text is not None and "\0" not in text:
         return np.array([text]).view(CHARACTERS).reshape(len(rows), len(rows[0]))
@@ -641,7 +639,7 @@ def _tokens(rows: Any, kind: str, exact: bool) -> np.ndarray:
 def _joined(rows: Any) -> str | None:
     """A group's rows joined, if they are all strs (of one length, as a group's rows are),
     else None: the join is the check, with no pass over the rows' types of its own (the
-    input was checked by `_string_lengths` already where it came as strs)."""
+    input was checked by `_as_inputs` already where it came as strs)."""
     try:
         return "".join(rows)
     except TypeError:  # a row that is not a str: a list of atoms

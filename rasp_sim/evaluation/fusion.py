@@ -33,8 +33,9 @@ import numpy as np
 
 from ..core import graph
 from ..core.library_patterns import selector_width_of
+from . import accelerate
 from .attention import aggregate, gather, gathered, row_counts, select
-from .columns import INT64_MAX, max_abs
+from .columns import CHARACTERS, INT64_MAX, max_abs
 from .elementwise import _string_ranks, compare
 
 Kind = Literal["gather", "scatter", "sorted", "before", "width", "before width",
@@ -75,17 +76,21 @@ def compute(fused: Fused, node: graph.Node, inputs: list[Any], n: int, exact: bo
     if fused.kind == "before":
         return _before(inputs[0], exact)
     assert isinstance(node, graph.Aggregate)
+    if fused.kind == "sorted":
+        keys, values = inputs
+        out = _sorted_values(keys) if values is keys else None
+        if out is not None:  # `sort(k, k)`: the keys in ascending order
+            return out
+        order = _stable_order(keys)
+        if order is not None:  # every query selects one key: no default to place
+            return gather(values, order)
+        inputs = [row_counts(_before(keys, exact)), values]
     indices = np.arange(n, dtype=np.int64)[None, :]
     if fused.kind == "gather":
         queries, values = inputs
         sel = select(indices, queries, "==", exact)
     else:
         keys, values = inputs
-        if fused.kind == "sorted":
-            order = _stable_order(keys)
-            if order is not None:  # every query selects one key: no default to place
-                return gather(values, order)
-            keys = row_counts(_before(keys, exact))
         if keys.dtype.kind == "i":
             out = _scatter(keys, values, n, node.default, exact)
             if out is not None:
@@ -98,12 +103,39 @@ def _gather(node: graph.Aggregate, queries: np.ndarray, values: Any, n: int,
             exact: bool) -> Any:
     """`aggregate(select(indices, queries, ==), values)` for integer queries: query i
     selects key queries[i] where that is a position."""
-    # both bounds in one comparison: a negative int64 read as a uint64 is above n
-    selected = (queries.view(np.uint64) < n if queries.dtype == np.int64
-                else (queries >= 0) & (queries < n))
-    if np.count_nonzero(selected) == selected.size:  # every query selects (reverse)
+    if _all_positions(queries, n):  # every query selects (reverse)
         return gather(values, queries)
+    selected = _positions(queries, n)
     return gathered(values, np.where(selected, queries, 0), selected, node.default, exact)
+
+
+def _positions(queries: np.ndarray, n: int) -> np.ndarray:
+    """Where the integer queries are positions (in range(n))."""
+    # both bounds in one comparison: a negative int64 read as a uint64 is above n
+    return (queries.view(np.uint64) < n if queries.dtype == np.int64
+            else (queries >= 0) & (queries < n))
+
+
+# Whether a shared row of queries is all positions, by the row's identity (the row kept in
+# the entry, so that its id is not reused): such a row is one of the engine's kept
+# invariant values (evaluate.py's `_Invariants`: read-only, never changed), e.g.
+# reverse's `length - indices - 1`, and the test, two NumPy calls, was 1.3 of the 10 us
+# of a call on one input (docs/benchmarks.md).
+_KNOWN_ROWS: dict[int, tuple[np.ndarray, int, bool]] = {}
+_KNOWN_ROWS_LIMIT = 256
+
+
+def _all_positions(queries: np.ndarray, n: int) -> bool:
+    shared = queries.shape[0] == 1 and not queries.flags.writeable
+    known = _KNOWN_ROWS.get(id(queries)) if shared else None
+    if known is not None and known[0] is queries and known[1] == n:
+        return known[2]
+    answer = bool(np.count_nonzero(_positions(queries, n)) == queries.size)
+    if shared:
+        if len(_KNOWN_ROWS) >= _KNOWN_ROWS_LIMIT:
+            _KNOWN_ROWS.clear()
+        _KNOWN_ROWS[id(queries)] = (queries, n, answer)
+    return answer
 
 
 def _scatter(keys: np.ndarray, values: Any, n: int, default: Any, exact: bool) -> Any:
@@ -123,57 +155,72 @@ def _equal_width(keys: Any, queries: Any, exact: bool) -> np.ndarray:
     """row_counts(select(keys, queries, ==)): per query, how many keys equal it, from a
     count of each input's keys per value: a table (bincount) where inputs x values is
     small, else the sorted (input, value) pairs and a binary search."""
+    if keys is queries and keys.shape[0] == 1 and keys.dtype == CHARACTERS:
+        # one input's characters (a histogram called on one input): their code points
+        # counted from 0, four NumPy calls where the general path takes ten (2.5 us less)
+        points = keys.view(np.uint32)
+        if int(points.max()) < 4 * keys.shape[1] + 256:
+            return np.bincount(points[0]).take(points)
     codes = _equality_codes(keys, queries)
     if codes is None:
         return row_counts(select(keys, queries, "==", exact))
-    key_codes, query_codes, size = codes
+    key_codes, query_codes, low, size = codes
+    if key_codes.size >= accelerate.MIN_ELEMENTS:  # (no call at all for a small batch)
+        counted = accelerate.equal_counts(key_codes, query_codes, low, size)
+        if counted is not None:  # the compiled kernel (evaluation/accelerate.py)
+            return counted
     rows, n = key_codes.shape
     batch = max(rows, query_codes.shape[0])
-    offsets = (np.arange(batch) * size)[:, None] if rows > 1 else 0
-    # each (input, value) pair's number; the codes are fresh int64 arrays, numbered in
-    # place, and a histogram's select(tokens, tokens, ==) asks of its keys themselves
-    key_slots = key_codes
-    key_slots += offsets
-    query_slots = key_slots if query_codes is key_codes else (
-        np.broadcast_to(query_codes, (batch, n)) + offsets)
+    # each (input, value) pair's number, input i's values from i * size on: one add of the
+    # codes (any integer dtype) and an int64 column of offsets, which also takes off `low`
+    offsets = (np.arange(batch if rows > 1 else 1, dtype=np.int64) * size - low)[:, None]
+    key_slots = np.add(key_codes, offsets, dtype=np.int64)
+    query_slots = key_slots if query_codes is key_codes else np.add(
+        np.broadcast_to(query_codes, (batch, n)), offsets, dtype=np.int64)
     if rows * size <= 4 * key_codes.size + (1 << 16):
-        return np.bincount(key_slots.reshape(-1), minlength=rows * size)[query_slots]
+        # `take`: 1.5x fancy indexing on a batch
+        return np.bincount(key_slots.reshape(-1), minlength=rows * size).take(query_slots)
     slots, counts = np.unique(key_slots, return_counts=True)
     at = np.minimum(np.searchsorted(slots, query_slots), slots.size - 1)
     return np.where(slots[at] == query_slots, counts[at], 0)
 
 
-def _equality_codes(keys: Any, queries: Any) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """Integer codes in range(size) for the keys and queries, equal exactly where the
-    values are ==: the values less the smallest where they span a short range, else their
-    ranks among the distinct values; None for values whose == is not that of integer
-    codes (floats, where nan != nan; objects and mixed columns; strings against numbers,
-    which the selector compares). The codes are new int64 arrays, one for both where the
-    keys and queries are one column."""
+def _equality_codes(keys: Any, queries: Any) -> tuple[Any, Any, int, int] | None:
+    """Integer codes for the keys and queries, equal exactly where the values are ==, and
+    (low, size) with every code in range(low, low + size): the values themselves where
+    they span a short range (single characters as their code points, bools as bytes),
+    else their ranks among the distinct values (low 0); None for values whose == is not
+    that of integer codes (floats, where nan != nan; objects and mixed columns; strings
+    against numbers, which the selector compares). Where the keys and queries are one
+    column, so are the codes."""
     same = keys is queries
-    kinds = {getattr(keys, "dtype", np.dtype(object)).kind,
-             getattr(queries, "dtype", np.dtype(object)).kind}
-    if kinds == {"U"}:
-        keys, queries = _string_ranks(keys, queries)
-    elif not kinds <= {"b", "i"}:
+    key_kind = keys.dtype.kind if isinstance(keys, np.ndarray) else "O"
+    query_kind = key_kind if same else (
+        queries.dtype.kind if isinstance(queries, np.ndarray) else "O")
+    if key_kind == query_kind == "U":
+        if keys.dtype == CHARACTERS and (same or queries.dtype == CHARACTERS):
+            keys = keys.view(np.uint32)
+            queries = keys if same else queries.view(np.uint32)
+        else:
+            keys, queries = _string_ranks(keys, queries)
+    elif key_kind not in "bi" or query_kind not in "bi":
         return None
     if not (keys.size and queries.size):
         return None
-    columns = (keys,) if same else (keys, queries)
-    low = min(int(column.min()) for column in columns)
-    size = max(int(column.max()) for column in columns) - low + 1
-    if size <= 4 * keys.shape[-1] + 256:
-        # bools as bytes: NumPy has no boolean subtraction
-        shifted = [np.subtract(c.view(np.uint8) if c.dtype.kind == "b" else c, np.int64(low),
-                               dtype=np.int64) for c in columns]
-    else:
+    # bools as bytes: NumPy has no boolean subtraction
+    columns = [c.view(np.uint8) if c.dtype.kind == "b" else c
+               for c in ((keys,) if same else (keys, queries))]
+    limit = 4 * keys.shape[-1] + 256
+    low = min([int(column.min()) for column in columns])
+    size = max([int(column.max()) for column in columns]) - low + 1
+    if size > limit:
         values, ranks = np.unique(np.concatenate([c.reshape(-1) for c in columns]),
                                   return_inverse=True)
-        size, ranks = len(values), ranks.reshape(-1)
-        shifted = [ranks[:keys.size].reshape(keys.shape)]
+        low, size, ranks = 0, len(values), ranks.reshape(-1)
+        columns = [ranks[:keys.size].reshape(keys.shape)]
         if not same:
-            shifted.append(ranks[keys.size:].reshape(queries.shape))
-    return shifted[0], shifted[-1], size
+            columns.append(ranks[keys.size:].reshape(queries.shape))
+    return columns[0], columns[-1], low, size
 
 
 def _before_width(keys: Any, exact: bool) -> np.ndarray:
@@ -185,6 +232,23 @@ def _before_width(keys: Any, exact: bool) -> np.ndarray:
     ranks = np.empty(order.shape, dtype=np.int64)
     np.put_along_axis(ranks, order, np.arange(order.shape[-1], dtype=np.int64), axis=-1)
     return ranks
+
+
+def _sorted_values(keys: Any) -> np.ndarray | None:
+    """Each input's keys in ascending order, for keys that are also the values: keys that
+    tie are the same value (ints, bools, single characters), so the stable order's gather
+    is any sort's result, and NumPy's default sort (vectorised for 32- and 64-bit
+    integers: 0.06 us an input at n = 64, against 0.27 for the stable argsort of one-byte
+    codes, docs/benchmarks.md) gives it. None for keys NumPy orders otherwise (floats;
+    strings longer than one character; objects and mixed columns)."""
+    if keys.dtype == CHARACTERS:  # by code point, as Python orders one-character strs
+        out = keys.view(np.uint32).copy()
+    elif keys.dtype.kind in "iub":
+        out = keys.copy()
+    else:
+        return None
+    out.sort()  # (the method: np.sort's dispatch is half its cost on one input)
+    return out.view(keys.dtype)
 
 
 def _stable_order(keys: Any) -> np.ndarray | None:

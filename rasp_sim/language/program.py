@@ -20,6 +20,7 @@ from ..base.errors import RaspNameError, RaspTypeError
 from ..base.renderers import renderer
 from ..evaluation.evaluate import (DEFAULT_MEMORY_LIMIT, evaluate, evaluate_batch,
                                    evaluate_groups, evaluate_values)
+from ..evaluation.texts import one_length_texts
 from ..core.graph import Node, Selector
 from .values import kind_name
 
@@ -58,7 +59,7 @@ class Program:
         exact mode) per input, or for a selector one `SelectorValue` (its query x key
         rows) per input. `inputs` is a list of inputs, each a str (its characters are the
         tokens) or a sequence of atoms."""
-        inputs = checked_inputs("run", inputs)  # an array is passed on whole
+        inputs = _checked("run", inputs)
         node = self.node(name)[1]
         values = evaluate_values(node, inputs, exact=self.exact,
                                  memory_limit_bytes=arguments.memory_limit("run", memory_limit))
@@ -77,7 +78,8 @@ class Program:
         if isinstance(batch, np.ndarray) and batch.ndim != 2:
             raise RaspTypeError(f"run_batch takes a 2-D batch (inputs x positions), got an "
                                 f"array of shape {batch.shape}")
-        if len(checked_inputs("run_batch", batch)) == 0:
+        batch = _checked("run_batch", batch)
+        if len(batch) == 0:
             raise RaspTypeError("run_batch takes at least one input (the batch is empty)")
         value = evaluate_batch([node], batch, exact=self.exact,
                                memory_limit_bytes=memory_limit)[node]
@@ -162,6 +164,14 @@ class Program:
                                            memory_limit_bytes=memory_limit,
                                            first_index=first_index):
             yield ids, arrays[node]
+
+
+def _checked(function: str, inputs: Any) -> Any:
+    """`inputs` checked (`checked_inputs`; an array is passed on whole); strs of one length
+    as the engine's `Texts`, whose reading is their check: the engine does not read them
+    again."""
+    texts = one_length_texts(inputs) if isinstance(inputs, (list, tuple)) else None
+    return checked_inputs(function, inputs) if texts is None else texts
 
 
 def _nodes(function: str, nodes: Any) -> list[Node]:
