@@ -73,6 +73,9 @@ def compress_weights_certified(weights: Transformer, root: SOp, width: int,
     if width >= principal.rank:  # W W^T is the identity on every state: exact as it is
         basis, losses, steps = initial, None, 0
         method = "principal directions (width >= the rank bound: no training)"
+    elif settings.steps == 0:
+        basis, losses, steps = initial, None, 0
+        method = "principal directions (no training: 0 steps)"
     else:
         sample = model_inputs(weights, TRAIN_INPUTS, settings.seed)
         trained = train_basis(weights, sample, initial, settings.steps, settings.orthogonal)
