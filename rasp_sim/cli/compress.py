@@ -1,5 +1,6 @@
 """`rasp-sim compress`: a compiled model's residual stream compressed, with a certificate
-on every input of its domain (docs/compression.md, docs/cli.md "Compress a model").
+on every input of its domain (docs/compiler.md#compression-with-a-certificate,
+docs/cli.md "Compress a compiled model").
 
 jax and optax (the `train` extra) are imported inside the handler.
 """

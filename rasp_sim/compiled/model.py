@@ -76,7 +76,7 @@ class Model:
     @property
     def width(self) -> int:
         """The residual width D: the number of residual directions (a compressed model's
-        compressed width, docs/compression.md)."""
+        compressed width: docs/compiler.md#compression-with-a-certificate)."""
         return self.weights.width
 
     @property

@@ -1,6 +1,7 @@
 """Compression of a compiled model's residual stream with a whole-domain certificate
-(docs/compression.md): `compress` (the API's `rasp_sim.compress`) and the width search of
-`rasp-sim compress --find-width` (search.py).
+(docs/compiler.md#compression-with-a-certificate): `compress` (the API's
+`rasp_sim.compress`) and the width search of `rasp-sim compress --find-width`
+(search.py).
 
 Needs jax and optax (the `train` extra) for training; imported inside the functions.
 """
@@ -30,7 +31,7 @@ def compress(model: Model, width: int, *, program: Program | None = None,
              seed: int = 0, steps: int = DEFAULT_STEPS, orthogonal: bool = False,
              workers: int | None = None, scheduler: str | None = None) -> Model:
     """`model` with its residual stream compressed to `width` dims (1..`model.width`),
-    certified on every input of its domain (docs/compression.md).
+    certified on every input of its domain (docs/compiler.md#compression-with-a-certificate).
 
     W (D x width) starts from the principal directions of the residual states over the
     whole domain; below their rank it is trained for `steps` Adam steps (free, or orthonormal

@@ -1,4 +1,5 @@
-"""The weights of a model whose residual stream is stored compressed (docs/compression.md).
+"""The weights of a model whose residual stream is stored compressed
+(docs/compiler.md#compression-with-a-certificate).
 
 With W (D x d) the compressed stream is r = h W. Each block reads the stream through
 W^T and writes through W, so every input-side matrix M (reading the D-dim stream) becomes

@@ -1,5 +1,5 @@
 """A compiled model compressed to a narrower residual stream, and its whole-domain
-certificate (docs/compression.md).
+certificate (docs/compiler.md#compression-with-a-certificate).
 
 `compress_weights` learns W (states.py, train.py), builds the compressed weights
 (algebra.py) and checks them against the program on every input of the model's domain
@@ -64,7 +64,8 @@ def compress_weights_certified(weights: Transformer, root: SOp, width: int,
                                settings: Settings = Settings(),
                                report: Report = lambda line: None) -> Transformer:
     """`weights` compressed to `width` dims and certified against the s-op `root` on every
-    input of the domain: marked validated only if exact on all of them (docs/compression.md)."""
+    input of the domain: marked validated only if exact on all of them
+    (docs/compiler.md#compression-with-a-certificate)."""
     check_compressible(weights, width)
     start = time.perf_counter()
     domain = model_inputs(weights)

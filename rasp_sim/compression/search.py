@@ -1,4 +1,5 @@
-"""The smallest certified width (`rasp-sim compress --find-width`, docs/compression.md).
+"""The smallest certified width (`rasp-sim compress --find-width`;
+docs/compiler.md#compression-with-a-certificate).
 
 The rank of the residual states over the domain is exact without training, so it is the
 search's upper end. Below it the search bisects on "certified exact": it tries the middle

@@ -1,5 +1,5 @@
 """The residual states of a compiled token model over its domain, and their principal
-directions (docs/compression.md, "Method").
+directions (docs/compiler.md#compression-with-a-certificate, "Method").
 
 A state is the residual vector at one position of one input, after the embedding or after
 a block. The states of every input of the domain span a subspace of rank k <= D: an

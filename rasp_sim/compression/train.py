@@ -1,4 +1,5 @@
-"""Training the compression basis W (D x d) in JAX and optax (docs/compression.md, "Method").
+"""Training the compression basis W (D x d) in JAX and optax
+(docs/compiler.md#compression-with-a-certificate, "Method").
 
 The loss is the tracr paper's (Lindner et al. 2023, section 5): the output loss of the
 compressed model against the original model's decoded output (cross-entropy against its
@@ -24,7 +25,8 @@ from ..compiler import forward
 from ..compiler.weights import AttentionBlock, Transformer, as_dense
 from .states import Inputs, layer_states
 
-LEARNING_RATE = 1e-4  # higher rates leave good bases (docs/compression.md, "Method")
+# Higher rates leave good bases for worse ones (docs/compiler.md, compression, "Method").
+LEARNING_RATE = 1e-4
 
 
 @dataclass(frozen=True)

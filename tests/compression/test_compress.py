@@ -1,6 +1,7 @@
-"""`rasp_sim.compress` and `rasp-sim compress` (docs/compression.md): the weight algebra,
-the certificate on the whole domain (exact at the rank bound, the wrong inputs counted
-below it), the compressed model as an ordinary model file, and the argument checks."""
+"""`rasp_sim.compress` and `rasp-sim compress` (docs/compiler.md#compression-with-a-certificate):
+the weight algebra, the certificate on the whole domain (exact at the rank bound, the
+wrong inputs counted below it), the compressed model as an ordinary model file, and the
+argument checks."""
 from __future__ import annotations
 
 import itertools

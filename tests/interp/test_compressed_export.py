@@ -1,6 +1,7 @@
-"""A compressed model (docs/compression.md) exports to TransformerLens like any model:
-it runs as `Model.run` does on its whole domain. A compressed stream has no `one`
-direction, so a gated model whose MLP biases need it is refused with the export's reason."""
+"""A compressed model (docs/compiler.md#compression-with-a-certificate) exports to
+TransformerLens like any model: it runs as `Model.run` does on its whole domain. A
+compressed stream has no `one` direction, so a gated model whose MLP biases need it is
+refused with the export's reason."""
 from __future__ import annotations
 
 import itertools
