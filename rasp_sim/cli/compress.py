@@ -7,10 +7,12 @@ jax and optax (the `train` extra) are imported inside the handler.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..base.api_arguments import MODEL_SUFFIXES
 from ..base.counts import positive, seed_number
 from ..base.program_files import check_regular
 from .json_text import json_text
@@ -65,12 +67,18 @@ def run_compress(args: argparse.Namespace) -> int:
         raise UsageError("--plot draws the --find-width curve: add --find-width")
     if args.steps is not None and args.steps < 0:
         raise UsageError(f"--steps {args.steps}: expected a number of steps >= 0")
+    if os.path.splitext(args.output)[1].lower() not in MODEL_SUFFIXES:
+        raise UsageError(f"-o {args.output}: a model file ends in .npz or .safetensors (the "
+                         "suffix says the format)")
     check_output(args.output, args.model, args.program)
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        raise UsageError(f"--plot {args.plot}: the curve is drawn as a .png")
     if args.plot is not None:
         check_output(args.plot, args.model, args.program, args.output)
     if args.scheduler is not None:
         checked_scheduler(args.scheduler)
-    from ..compiler import load_compiled, save_weights
+    from ..compiled.model import Model
+    from ..compiler import load_compiled
     from ..compression import program_sop, require_training
     from ..compression.certified import (COMPRESSION_KEY, DEFAULT_STEPS, Settings,
                                          compress_weights_certified, describe)
@@ -89,7 +97,7 @@ def run_compress(args: argparse.Namespace) -> int:
     if args.find_width:
         return _find_width(args, weights, root, settings)
     compressed = compress_weights_certified(weights, root, args.width, settings)
-    _save(save_weights, compressed, args.output)
+    Model(compressed).save(args.output)
     record = compressed.metadata[COMPRESSION_KEY]
     if args.json:
         print(json_text(record))
@@ -103,7 +111,7 @@ def run_compress(args: argparse.Namespace) -> int:
 
 
 def _find_width(args: argparse.Namespace, weights: Any, root: Any, settings: Any) -> int:
-    from ..compiler import save_weights
+    from ..compiled.model import Model
     from ..compression.certified import COMPRESSION_KEY
     from ..compression.search import find_width, plot_curve
 
@@ -117,7 +125,7 @@ def _find_width(args: argparse.Namespace, weights: Any, root: Any, settings: Any
     if args.plot is not None:
         plot_curve(tried, bound, weights.width, f"{args.model}: compression", args.plot)
     if found is not None:
-        _save(save_weights, found.weights, args.output)
+        Model(found.weights).save(args.output)
     if args.json:
         print(json_text({"source_width": weights.width, "rank_bound": bound, "curve": curve,
                          "smallest": None if found is None else found.width,
@@ -130,11 +138,3 @@ def _find_width(args: argparse.Namespace, weights: Any, root: Any, settings: Any
         return 1
     return 0
 
-
-def _save(save: Any, weights: Any, output: str) -> None:
-    from ..base.errors import RaspError
-
-    try:
-        save(weights, output)
-    except OSError as error:
-        raise RaspError(f"cannot write the weights to {output}: {error.strerror}") from None

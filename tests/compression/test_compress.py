@@ -238,3 +238,28 @@ def test_cli_argument_checks(folder, capsys):
     code, _, err = run_cli(capsys, "compress", model, "--width", "2", "--plot", "c.png",
                            "-o", out)
     assert code == 2 and "--find-width" in err
+    for option, value, said in (("-o", "x.bin", "ends in .npz or .safetensors"),
+                                ("--plot", "c.svg", "drawn as a .png")):
+        argv = ["--find-width", "-o", out, option, value] if option == "--plot" else \
+            ["--width", "2", option, value]
+        code, _, err = run_cli(capsys, "compress", model, *argv)
+        assert code == 2 and said in err
+
+
+def test_a_counting_proof_record_must_count_its_disagreement():
+    """The proof folder's records are checked before they are believed
+    (docs/compiler.md, "Exhaustive proofs"): a count of wrong inputs must fit the record."""
+    from rasp_sim.compiler.tracr_backend import proof
+
+    identity = {"format": proof.PROOF_FORMAT, "model": "m", "program": "p",
+                "domain": {"vocab": list(VOCAB), "min_len": 1, "max_len": MAX_LEN},
+                "chunk_inputs": proof.CHUNK_INPUTS, "count_all": True}
+    digest = proof._digest(identity)
+    wrong_at = {"input": ["a", "b", "c"], "position": 0, "expected": "c", "actual": "a"}
+    base = {"key": "n3-", "inputs": 27, "compared": 27, "undefined": 0,
+            "max_numeric_error": 0.0, "output_types": ["str"], "cpu_seconds": 0.1}
+    for wrong, disagreement, ok in ((0, None, True), (5, wrong_at, True), (5, None, False),
+                                    (0, wrong_at, False), (28, wrong_at, False)):
+        record = proof.sealed({**base, "wrong": wrong, "disagreement": disagreement}, digest)
+        problem = proof.record_problem(record, digest, identity)
+        assert (problem is None) == ok, (wrong, disagreement, problem)
