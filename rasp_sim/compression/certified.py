@@ -20,7 +20,7 @@ from ..compiler.tracr_backend.runtime import COMPILE_KEY, NUMERIC, compile_info,
 from ..compiler.weights import Transformer, computation_digest
 from ..core.graph import SOp
 from .algebra import CompressionError, compress_weights, refusal
-from .states import model_inputs, principal_directions
+from .states import Principal, model_inputs, principal_directions
 from .train import train_basis
 
 COMPRESSION_KEY = "compression"  # the metadata record of a compressed model
@@ -54,22 +54,23 @@ def check_compressible(weights: Transformer, width: int) -> None:
         raise CompressionError(problem)
 
 
-def rank_bound(weights: Transformer) -> int:
-    """The rank of the residual states over the whole domain: the width at and above
-    which the principal directions compress exactly, without training."""
-    return principal_directions(weights, model_inputs(weights)).rank
+def domain_principal(weights: Transformer) -> Principal:
+    """The principal directions of the residual states over the whole domain; their rank
+    is the width at and above which they compress exactly, without training."""
+    return principal_directions(weights, model_inputs(weights))
 
 
 def compress_weights_certified(weights: Transformer, root: SOp, width: int,
                                settings: Settings = Settings(),
-                               report: Report = lambda line: None) -> Transformer:
+                               report: Report = lambda line: None,
+                               principal: Principal | None = None) -> Transformer:
     """`weights` compressed to `width` dims and certified against the s-op `root` on every
     input of the domain: marked validated only if exact on all of them
-    (docs/compiler.md#compression-with-a-certificate)."""
+    (docs/compiler.md#compression-with-a-certificate). `principal`: the domain's
+    principal directions where the caller has them (`domain_principal`)."""
     check_compressible(weights, width)
     start = time.perf_counter()
-    domain = model_inputs(weights)
-    principal = principal_directions(weights, domain)
+    principal = principal or domain_principal(weights)
     initial = principal.basis[:, :width]
     if width >= principal.rank:  # W W^T is the identity on every state: exact as it is
         basis, losses, steps = initial, None, 0

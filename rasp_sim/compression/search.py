@@ -17,7 +17,7 @@ from ..base.atomic_write import replacing
 from ..compiler.weights import Transformer
 from ..core.graph import SOp
 from .certified import (COMPRESSION_KEY, Report, Settings, check_compressible,
-                        compress_weights_certified, describe, rank_bound)
+                        compress_weights_certified, describe, domain_principal)
 
 DPI = 200
 
@@ -40,15 +40,18 @@ def find_width(weights: Transformer, root: SOp, settings: Settings = Settings(),
     check_compressible(weights, 1)
     tried: dict[int, Tried] = {}
 
+    principal = domain_principal(weights)
+
     def attempt(width: int) -> bool:
-        compressed = compress_weights_certified(weights, root, width, settings)
+        compressed = compress_weights_certified(weights, root, width, settings,
+                                                principal=principal)
         record = compressed.metadata[COMPRESSION_KEY]
         cert = record["certificate"]
         tried[width] = Tried(width, cert["wrong"], cert["exact"], compressed)
         report(describe(record))
         return bool(cert["exact"])
 
-    bound = rank_bound(weights)
+    bound = principal.rank
     high = bound if attempt(bound) else weights.width  # rounding could spoil the bound
     if high != bound and not attempt(high):
         return sorted(tried.values(), key=lambda t: t.width), None

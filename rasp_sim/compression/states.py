@@ -21,6 +21,9 @@ from ..compiler.tracr_backend.runtime import compile_info
 from ..compiler.weights import Transformer
 
 
+STATE_BATCH = 256  # inputs whose states are computed at once
+
+
 @dataclass(frozen=True)
 class Inputs:
     """Token-id batches of a model's inputs, one (count, n + 1) array per length n (BOS
@@ -78,13 +81,25 @@ class Principal:
 def principal_directions(weights: Transformer, inputs: Inputs) -> Principal:
     """The principal directions of every state of `inputs` (all positions, every layer).
     Each distinct state enters once, scaled by the square root of how often it occurs,
-    which has the singular vectors of the matrix of all states."""
-    rows = np.concatenate([state.reshape(-1, weights.width) for batch in inputs.batches
-                           for state in layer_states(weights, batch)])
-    distinct, counts = np.unique(rows, axis=0, return_counts=True)
+    which has the singular vectors of the matrix of all states. The inputs are run
+    STATE_BATCH at a time and only distinct states are kept, so a wide model's states
+    over a large domain need not fit in memory at once."""
+    distinct, counts = np.zeros((0, weights.width)), np.zeros(0, dtype=np.int64)
+    for batch in inputs.batches:
+        for start in range(0, len(batch), STATE_BATCH):
+            states = layer_states(weights, batch[start:start + STATE_BATCH])
+            rows = np.concatenate([state.reshape(-1, weights.width) for state in states])
+            distinct, counts = _merged(np.concatenate([distinct, rows]),
+                                       np.concatenate([counts, np.ones(len(rows), np.int64)]))
     _, values, vt = np.linalg.svd(distinct * np.sqrt(counts)[:, None], full_matrices=True)
     basis = vt.T
     signs = np.sign(basis[np.abs(basis).argmax(axis=0), np.arange(basis.shape[1])])
     basis = basis * np.where(signs == 0, 1.0, signs)
     tolerance = (values.max(initial=0.0) * max(distinct.shape) * np.finfo(np.float64).eps)
     return Principal(basis, values, int(np.count_nonzero(values > tolerance)))
+
+
+def _merged(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows and the summed counts of each."""
+    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return distinct, np.bincount(inverse.ravel(), weights=counts, minlength=len(distinct))
