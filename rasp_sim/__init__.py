@@ -28,6 +28,7 @@ _TABLE: Table = {
     "from_tracr": ("rasp_sim.tracr_frontend", "from_tracr"),
     "compile_tracr": ("rasp_sim.tracr_frontend", "compile_tracr"),
     "load_model": ("rasp_sim.compiled.model", "load_model"),
+    "compress": ("rasp_sim.compression", "compress"),
     "keep_freed_memory": ("rasp_sim.base.freed_memory", "keep_freed_memory"),
     "Program": ("rasp_sim.language.program", "Program"),
     "SelectorValue": ("rasp_sim.language.program", "SelectorValue"),

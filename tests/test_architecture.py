@@ -13,7 +13,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rasp_sim",),  # the package itself: the public names, each resolved on first use
     ("rasp_sim.__main__", "rasp_sim.cli"),
     ("rasp_sim.tracr_frontend",),
-    ("rasp_sim.api", "rasp_sim.testing", "rasp_sim.experiments"),
+    ("rasp_sim.api", "rasp_sim.testing", "rasp_sim.experiments", "rasp_sim.compression"),
     ("rasp_sim.pictures",),
     ("rasp_sim.compiled",),
     ("rasp_sim.compiler",),

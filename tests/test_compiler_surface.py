@@ -20,7 +20,8 @@ SURFACES = {"rasp_sim.compiler": compiler, "rasp_sim.compiler.universal": compil
 # Subpackages outside the language and CLI: the compiler itself (compiler/, linked into
 # rasp_sim/), the library (programs/, linked) and the experiments, which build their
 # frozen backbones on the compiler's internals.
-LINKED = {"compiler", "programs", "experiments"}
+# The compression of compiled models (compression/) builds on the proof's internals too.
+LINKED = {"compiler", "programs", "experiments", "compression"}
 
 
 def _compiler_imports(path: Path) -> list[tuple[int, str, str | None]]:

@@ -75,12 +75,13 @@ def interpreter_rows(vocab: Sequence[Any], rows: np.ndarray) -> Any:
 
 @dataclass
 class Tally:
-    """What a comparison found: counts, the largest numerical error, the first
+    """What a comparison found: counts (`wrong`: the inputs the model gets wrong), the largest numerical error, the first
     disagreement (input, position, program's value, model's value) and the program's
     output types."""
 
     compared: int = 0
     undefined: int = 0
+    wrong: int = 0  # inputs with at least one disagreeing position
     max_numeric_error: float = 0.0
     disagreement: tuple[list, int, Any, Any] | None = None
     output_types: set[type] | None = None
@@ -150,8 +151,12 @@ def _acceptance(program_values: list, model_values: Sequence[Any]) -> np.ndarray
 def _first_failure(ok: np.ndarray, rows: np.ndarray, encoding: Encoding, want: np.ndarray,
                    decoded, tally: Tally) -> None:
     """Record the first position (in row order) where `ok` is False, unless one is
-    recorded already; `decoded()` gives the model's values as Python lists."""
-    if tally.disagreement is not None or ok.all():
+    recorded already, and count the rows with a False; `decoded()` gives the model's
+    values as Python lists."""
+    if ok.all():
+        return
+    tally.wrong += int(np.count_nonzero(~ok.all(axis=1)))
+    if tally.disagreement is not None:
         return
     row, position = (int(i) for i in np.argwhere(~ok)[0])
     value = want[row, position]  # a NumPy scalar, or the object itself in an object column
@@ -189,13 +194,16 @@ def _compare_objects(want: np.ndarray, out: np.ndarray, encoding: Encoding,
         got = [[values_out[i] for i in row] for row in out.argmax(axis=-1).tolist()]
     for r, (model_row, program_row) in enumerate(zip(got, want.tolist())):
         tally.output_types.update(map(type, program_row))  # type: ignore[union-attr]
+        row_wrong = False
         for position, (a, b) in enumerate(zip(model_row, program_row)):
             same, error = agree(a, b, encoding.numeric)
             if encoding.numeric:
                 tally.max_numeric_error = max(tally.max_numeric_error, error)
+            row_wrong = row_wrong or not same
             if not same and tally.disagreement is None:
                 tally.disagreement = ([encoding.vocab[i] for i in rows[r].tolist()], position,
                                       b, a)
+        tally.wrong += row_wrong
 
 
 def _compare_categorical_objects(want: np.ndarray, out: np.ndarray, encoding: Encoding,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import math
 import json
 import sys
 import time
@@ -67,12 +66,12 @@ from rasp_sim.core import graph as g  # noqa: E402
 from rasp_sim.core import semantics  # noqa: E402
 from rasp_sim.base.errors import CompileError, RaspError  # noqa: E402
 
-from ..weights import AttentionBlock, Transformer, WeightsError, load, save  # noqa: E402
+from ..weights import Transformer, WeightsError, load, save  # noqa: E402
 from .assemble import to_weights, tracr_model  # noqa: E402
 from .checks import Unsupported, tokens_kind  # noqa: E402,F401 (tokens_kind: for the CLI)
 from .pipeline import Compiled, compile_graph  # noqa: E402
 from .continuous import NumericDomain  # noqa: E402,F401 (for the CLI)
-from .runtime import COMPILE_KEY, NUMERIC, compile_info, is_numeric_input  # noqa: E402,F401
+from .runtime import COMPILE_KEY, NUMERIC, compile_info, is_numeric_input, size  # noqa: E402,F401
 from .proof import Proof, ProofInterrupted, prove  # noqa: E402,F401 (the last two: the CLI)
 from .validate import BATCH, DEFAULT_SAMPLES, Disagreement, Report, validate  # noqa: E402
 from .validate_numeric import NUMERIC_SAMPLES, validate_numeric  # noqa: E402,F401
@@ -240,25 +239,6 @@ def layer_count(compiled: Compiled) -> int:
         if (slot % 2 == 1) != isinstance(block, transformers.MLP):
             slot += 1
     return slot // 2 + 1
-
-
-def size(weights: Transformer) -> dict[str, int]:
-    """Heads, blocks, residual width and (dense) parameter count of compiled weights:
-    every array, gates, LayerNorms and the input projection included."""
-    attention = [b for b in weights.layers if isinstance(b, AttentionBlock)]
-    arrays = [weights.unembed, weights.token_embed, weights.pos_embed, weights.input_proj]
-    for block in weights.layers:
-        if isinstance(block, AttentionBlock):
-            arrays += [a for h in block.heads for a in (h.w_q, h.w_k, h.w_v, h.w_o)]
-        else:
-            arrays += [block.w1, block.b1, block.w2, block.b2, block.w_gate, block.b_gate]
-        if block.norm is not None:
-            arrays += [block.norm.gain, block.norm.bias]
-    return {"heads": sum(len(b.heads) for b in attention),
-            "attention_blocks": len(attention),
-            "mlp_blocks": len(weights.layers) - len(attention),
-            "residual_width": weights.width,
-            "parameters": sum(math.prod(a.shape) for a in arrays if a is not None)}
 
 
 def _marked(weights: Transformer, report: Report, forced: bool) -> Transformer:

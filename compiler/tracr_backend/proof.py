@@ -47,6 +47,7 @@ MANIFEST = "proof.json"
 MAX_RECORD_BYTES = 2**20
 # The manifest lists the vocabulary, which a domain of short inputs may make large.
 MAX_MANIFEST_BYTES = 2**26
+MAX_EXAMPLES = 10  # disagreements a counting proof keeps (one per chunk)
 ORACLES = ("the rasp-sim interpreter", "the weights' NumPy forward")
 # Inputs of the resumed chunks proven again before their records are believed (spot_check):
 # 15-25 ms of CPU (docs/compiler.md).
@@ -132,11 +133,16 @@ class ProofTask:
     reference: g.SOp
     weights: Transformer
     encoding: Encoding
+    # go on past a disagreement, counting the inputs the weights get wrong (compression
+    # certificates: docs/compiler.md, "Compression with a certificate")
+    count_all: bool = False
 
 
 def prove_chunk(task: ProofTask, chunk: Chunk) -> dict:
     """The chunk's record (JSON): its counts, largest numerical error, the program's
-    output types, the first disagreement (None if none) and the CPU seconds it took."""
+    output types, the first disagreement (None if none) and the CPU seconds it took. The
+    chunk stops at its first disagreement unless the task counts them all (then the
+    record has `wrong`, the inputs with a disagreement)."""
     start = time.process_time()
     rows = chunk_rows(chunk, len(task.encoding.vocab))
     tally = Tally()
@@ -144,9 +150,10 @@ def prove_chunk(task: ProofTask, chunk: Chunk) -> dict:
     for s in range(0, len(rows), BATCH_ROWS):
         compare_rows(task.reference, task.weights, task.encoding, rows[s:s + BATCH_ROWS], tally)
         checked += len(rows[s:s + BATCH_ROWS])
-        if tally.disagreement is not None:
+        if tally.disagreement is not None and not task.count_all:
             break
-    return {"key": chunk.key, "inputs": checked, "compared": tally.compared,
+    counted = {"wrong": tally.wrong} if task.count_all else {}
+    return {**counted, "key": chunk.key, "inputs": checked, "compared": tally.compared,
             "undefined": tally.undefined, "max_numeric_error": _json_value(tally.max_numeric_error),
             "output_types": sorted(t.__name__ for t in tally.output_types or ()),
             "disagreement": _disagreement(tally),
@@ -323,7 +330,7 @@ def sealed(record: dict, digest: str) -> dict:
 def record_problem(record: Any, digest: str, identity: dict) -> str | None:
     """Why `record` is not a sealed, consistent record of one chunk of the proof
     `identity` (whose digest is `digest`), or None when it is one."""
-    if not isinstance(record, dict) or record.keys() != _RECORD_FIELDS:
+    if not isinstance(record, dict) or record.keys() - {"wrong"} != _RECORD_FIELDS:
         return "it is not a proof record (its fields are not a record's)"
     content = {k: v for k, v in record.items() if k != "checksum"}
     if record["checksum"] != _digest(content):
@@ -388,6 +395,10 @@ def _fields_problem(record: dict) -> str | None:
     if not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
         return "its output_types is not a list of type names"
     d = record["disagreement"]
+    wrong = record.get("wrong", d is not None)
+    if not (type(wrong) in (int, bool) and 0 <= wrong <= record["compared"]
+            and (wrong > 0) == (d is not None)):
+        return "its count of wrong inputs does not fit its disagreement"
     if d is not None and not (isinstance(d, dict) and d.keys() == _DISAGREEMENT_FIELDS
                               and isinstance(d["input"], list) and type(d["position"]) is int
                               and 0 <= d["position"] < len(d["input"])):
@@ -445,6 +456,9 @@ class Proof:
     cpu_seconds: float = 0.0  # summed over the chunks, resumed ones included
     seconds: float = 0.0  # wall time of this run
     resumed: int = 0  # chunks recorded by an earlier, interrupted run
+    counted: bool = False  # every chunk checked to its end (ProofTask.count_all)
+    wrong: int = 0  # inputs with a disagreement (all of them when `counted`)
+    examples: list[dict] = field(default_factory=list)  # the first disagreement per chunk
     reported_at: float = 0.0  # when the last progress line was reported (perf_counter)
 
     @property
@@ -460,8 +474,12 @@ class Proof:
             self.max_numeric_error = max(self.max_numeric_error, error)
         self.output_types.update(record["output_types"])
         self.cpu_seconds += record["cpu_seconds"]
-        if record["disagreement"] is not None and self.disagreement is None:
-            self.disagreement = record["disagreement"]
+        # a record that does not count stops at its disagreement: one wrong input
+        self.wrong += record.get("wrong", record["disagreement"] is not None)
+        if record["disagreement"] is not None:
+            self.disagreement = self.disagreement or record["disagreement"]
+            if len(self.examples) < MAX_EXAMPLES:
+                self.examples.append(record["disagreement"])
 
     def describe_disagreement(self) -> str:
         assert self.disagreement is not None
@@ -470,7 +488,8 @@ class Proof:
                 f"gives {d['expected']!r}, the weights' NumPy forward gives {d['actual']!r}")
 
     def as_metadata(self) -> dict:
-        return {"domain": self.domain, "inputs": self.total, "checked": self.inputs,
+        counts = {"wrong": self.wrong, "examples": self.examples} if self.counted else {}
+        return {**counts, "domain": self.domain, "inputs": self.total, "checked": self.inputs,
                 "compared": self.compared, "undefined": self.undefined,
                 "oracles": list(ORACLES), "max_numeric_error": _json_value(self.max_numeric_error),
                 "tolerance": NUMERIC_TOLERANCE, "ok": self.ok,
@@ -496,7 +515,7 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
           scheduler: str | None = None, report: Callable[[str], None] = lambda line: None,
           local_below_seconds: float = LOCAL_BELOW_SECONDS,
           resume_hint: str = "run the same command again to resume from there",
-          resume: bool = True) -> tuple[Proof, Records]:
+          resume: bool = True, count_all: bool = False) -> tuple[Proof, Records]:
     """Prove `weights` against the program `root` on every input of the model's domain,
     recording finished chunks in `folder` and skipping those recorded there already
     whose records check out (none with `resume` False: every chunk is proven again).
@@ -508,7 +527,8 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     is estimated under `local_below_seconds` of CPU or `workers` is 1, else on Dask: a
     local cluster of `workers` processes (default: this machine's cores) or `scheduler`.
     Ctrl-C raises ProofInterrupted, saying what is recorded and, in `resume_hint`, how to
-    resume. Returns the proof and its records (for the caller to remove once the result
+    resume. With `count_all` the proof does not stop at a disagreement: it checks every
+    input and counts those the weights get wrong (`Proof.wrong`, `Proof.examples`). Returns the proof and its records (for the caller to remove once the result
     is in the model)."""
     start = time.perf_counter()
     if scheduler is not None:
@@ -516,6 +536,7 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
 
         probe_scheduler(scheduler, DASK_HINT)
     task, domain = proof_task(weights, root)
+    task.count_all = count_all
     vocab_size = len(domain["vocab"])
     total = domain_size(vocab_size, domain["max_len"], domain["min_len"])
     if total == 0:
@@ -523,9 +544,9 @@ def prove(weights: Transformer, root: g.SOp, folder: Path, *, workers: int | Non
     chunks = chunk_count(vocab_size, domain["min_len"], domain["max_len"])
     identity = {"format": PROOF_FORMAT, "model": computation_digest(weights),
                 "program": program_digest(task.reference), "domain": domain,
-                "chunk_inputs": CHUNK_INPUTS}
+                "chunk_inputs": CHUNK_INPUTS, **({"count_all": True} if count_all else {})}
     records = Records(folder, identity, resume)
-    proof = Proof(domain, total, chunks)
+    proof = Proof(domain, total, chunks, counted=count_all)
     # a recorded disagreement is proven again (one chunk): a forged one would name an
     # input where the model is right
     done = {key: record for key, record in records.finished(report).items()
@@ -567,7 +588,7 @@ def _run(task: ProofTask, pending: Iterator[Chunk], proof: Proof, records: Recor
     record = prove_chunk(task, first)  # here: it measures the throughput
     records.add(record)
     proof.add(record)
-    if record["disagreement"] is not None:
+    if record["disagreement"] is not None and not task.count_all:
         return
     rate = record["inputs"] / max(record["cpu_seconds"], 1e-6)
     left = (proof.total - proof.inputs) / rate
@@ -586,7 +607,7 @@ def _run(task: ProofTask, pending: Iterator[Chunk], proof: Proof, records: Recor
         records.add(record)
         proof.add(record)
         _progress(proof, report)
-        if record["disagreement"] is not None:
+        if record["disagreement"] is not None and not task.count_all:
             return
 
 
@@ -607,7 +628,7 @@ def _run_dask(task: ProofTask, pending: Iterator[Chunk], proof: Proof, records: 
             records.add(record)
             proof.add(record)
             _progress(proof, report)
-            if record["disagreement"] is not None:
+            if record["disagreement"] is not None and not task.count_all:
                 return
             chunk = next(pending, None)
             if chunk is not None:

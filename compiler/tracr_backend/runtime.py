@@ -23,8 +23,8 @@ from rasp_sim.core import semantics
 from rasp_sim.base.errors import RaspError, RaspResourceError, RaspRuntimeError, RaspTypeError
 
 from ..forward import floats_per_position, forward
-from ..weights import (DEFAULT_MEMORY_LIMIT, InputEncoder, MLPBlock, Transformer, WeightsError, load,
-                       load_with_version)
+from ..weights import (DEFAULT_MEMORY_LIMIT, AttentionBlock, InputEncoder, MLPBlock, Transformer,
+                       WeightsError, load, load_with_version)
 from ..weights_format import boolean, in_file, integer, list_of, one_of, record, scalar
 
 COMPILE_KEY = "tracr_compile"  # the metadata entry this backend writes
@@ -262,6 +262,9 @@ def load_compiled(path: str | Path, allow_unvalidated: bool = False,
                "compile the program again for a checked file")
     elif info.get("forced"):
         why = "written by `compile --force` after its validation failed"
+    elif _compression_wrong(model) is not None:
+        why = (f"compressed by `rasp-sim compress`, and wrong on {_compression_wrong(model)} "
+               "inputs of its domain")
     else:
         why = "its metadata does not say validated"
     if not allow_unvalidated:
@@ -333,3 +336,31 @@ def rows_per_pass(model: Transformer, length: int, memory_limit: int) -> int:
             f"{memory_limit:,} bytes; raise it with --memory-limit SIZE")
     return max(1, min(memory_limit // per_row,
                       PASS_BYTES // (8 * length * floats_per_position(model, length))))
+
+
+def size(weights: Transformer) -> dict[str, int]:
+    """Heads, blocks, residual width and (dense) parameter count of compiled weights:
+    every array, gates, LayerNorms and the input projection included."""
+    attention = [b for b in weights.layers if isinstance(b, AttentionBlock)]
+    arrays = [weights.unembed, weights.token_embed, weights.pos_embed, weights.input_proj]
+    for block in weights.layers:
+        if isinstance(block, AttentionBlock):
+            arrays += [a for h in block.heads for a in (h.w_q, h.w_k, h.w_v, h.w_o)]
+        else:
+            arrays += [block.w1, block.b1, block.w2, block.b2, block.w_gate, block.b_gate]
+        if block.norm is not None:
+            arrays += [block.norm.gain, block.norm.bias]
+    return {"heads": sum(len(b.heads) for b in attention),
+            "attention_blocks": len(attention),
+            "mlp_blocks": len(weights.layers) - len(attention),
+            "residual_width": weights.width,
+            "parameters": sum(math.prod(a.shape) for a in arrays if a is not None)}
+
+
+def _compression_wrong(model: Transformer) -> str | None:
+    """The count of wrong inputs a compressed model's certificate records (rasp-sim
+    compress: the metadata's "compression" record), as text; None for another model."""
+    record = model.metadata.get("compression")
+    certificate = record.get("certificate") if isinstance(record, dict) else None
+    wrong = certificate.get("wrong") if isinstance(certificate, dict) else None
+    return f"{wrong:,}" if type(wrong) is int else None

@@ -74,6 +74,12 @@ class Model:
         return self.weights.metadata.get("validated") is True
 
     @property
+    def width(self) -> int:
+        """The residual width D: the number of residual directions (a compressed model's
+        compressed width: docs/compiler.md#compression-with-a-certificate)."""
+        return self.weights.width
+
+    @property
     def residual_labels(self) -> tuple[str, ...]:
         """The name of each residual direction, `label:value` for a categorical s-op's
         value and `label` for a numerical s-op (tracr's basis directions)."""
