@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ..compiler import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
-                        run_weights, save_weights)
+from ..compiler import (AttentionBlock, Transformer, WeightsError, as_dense, compile_info,
+                        load_compiled, run_weights, save_weights)
 from ..base import api_arguments as arguments
 from ..base.api_arguments import input_list, one_input
 from ..base.errors import RaspError
@@ -120,10 +120,13 @@ class Model:
         names ("block3.head0") with names="rasp", hook names with "transformer_lens"."""
         from .circuit import circuit_graph
 
-        described = self.info.get("blocks") or []
+        names = arguments.text("circuit", names, "names")
+        try:
+            described = self.info.get("blocks") or []
+        except WeightsError:  # no compile record (a universal transformer): no operations
+            described = []
         return circuit_graph(self.weights, [block if isinstance(block, list) else []
-                                            for block in described],
-                             arguments.text("circuit", names, "names"))
+                                            for block in described], names)
 
     def check_circuit(self, edges: Any = None, *, ablations: Sequence[str] = ("zero", "mean",
                                                                              "resample"),
