@@ -117,11 +117,11 @@ class CircuitCheck:
 
 def check_circuit(model: "Model", edges: Iterable[Edge] | None = None, *,
                   ablations: Sequence[str] = ABLATIONS, inputs: Sequence[Any] | None = None,
-                  seed: int = 0, per_edge: bool = True) -> CircuitCheck:
+                  seed: int = 0, per_edge: bool = True, names: str = "rasp") -> CircuitCheck:
     """`Model.check_circuit` (module docstring)."""
     started = time.perf_counter()
     ablations = _ablations(ablations)
-    graph = model.circuit()
+    graph = model.circuit(names)
     live = [(a, b) for a, b, dead in graph.edges(data="dead") if not dead]
     circuit = _edges(graph, live if edges is None else edges)
     ablated = [edge for edge in _ordered(graph, graph.edges) if edge not in set(circuit)]
@@ -159,7 +159,8 @@ def _edges(graph: nx.DiGraph, edges: Iterable[Any]) -> list[Edge]:
         if not (isinstance(edge, (tuple, list)) and len(edge) == 2
                 and graph.has_edge(*edge)):
             raise RaspTypeError(f"check_circuit: {edge!r} is not an edge (sender, receiver) of "
-                                "the model's circuit graph (Model.circuit(), names='rasp')")
+                                f"the model's circuit graph (Model.circuit(names="
+                                f"{graph.graph['names']!r}))")
         chosen.add((edge[0], edge[1]))
     return _ordered(graph, chosen)
 
@@ -194,6 +195,9 @@ class Ablation:
         self.inputs, self.domain = _inputs(model, inputs, seed)
         self.numeric_output = (self.weights.output_encoder is None
                                or self.weights.output_encoder.values is None)
+        # the input nodes' ids by kind (token_embed, pos_embed, input_proj)
+        self.embeds = {data["kind"]: node for node, data in graph.nodes(data=True)
+                       if data["block"] is None}
         self._senders()
         self._receivers()
         rng = np.random.default_rng(seed)
@@ -360,9 +364,9 @@ class Ablation:
             return hook
 
         hooks: list[tuple[str, Any]] = []
-        for node, name in (("token_embed", "hook_embed"), ("pos_embed", "hook_pos_embed")):
-            if node in self.writes and not is_numeric_input(self.weights):
-                hooks.append((name, capture(node)))
+        for kind, name in (("token_embed", "hook_embed"), ("pos_embed", "hook_pos_embed")):
+            if kind in self.embeds and not is_numeric_input(self.weights):
+                hooks.append((name, capture(self.embeds[kind])))
         targets = set(into)
         for layer in sorted(set(self.heads_of) | set(self.mlp_of)):
             if self.heads_of[layer]:
@@ -397,9 +401,9 @@ class Ablation:
             residual = residual - positions
         values["input_proj"] = residual
         dtype = self.hooked.cfg.dtype
-        return {node: torch.as_tensor(np.ascontiguousarray(value), dtype=dtype)[
-                    ..., self.writes[node]] for node, value in values.items()
-                if node in self.writes}
+        return {self.embeds[kind]: torch.as_tensor(np.ascontiguousarray(value), dtype=dtype)[
+                    ..., self.writes[self.embeds[kind]]] for kind, value in values.items()
+                if kind in self.embeds}
 
 
 def _inputs(model: "Model", inputs: Sequence[Any] | None, seed: int

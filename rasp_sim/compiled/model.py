@@ -131,18 +131,20 @@ class Model:
     def check_circuit(self, edges: Any = None, *, ablations: Sequence[str] = ("zero", "mean",
                                                                              "resample"),
                       inputs: Sequence[Any] | None = None, seed: int = 0,
-                      per_edge: bool = True) -> "CircuitCheck":
-        """Whether a circuit (a set of (sender, receiver) edges of `circuit()` under
-        names="rasp"; default the ground-truth circuit, every live edge) computes the
+                      per_edge: bool = True, names: str = "rasp") -> "CircuitCheck":
+        """Whether a circuit (a set of (sender, receiver) edges of `circuit(names)`;
+        default the ground-truth circuit, every live edge) computes the
         model's output on its whole domain (or `inputs`): the TransformerLens model run
         with every other edge ablated (zero, mean or resample ablation: docs/circuits.md),
         and with `per_edge` each circuit edge removed alone. Needs the `interp` extra."""
+        seed = arguments.integer("check_circuit", seed, "seed", 0)
+        per_edge = arguments.flag("check_circuit", per_edge, "per_edge")
+        names = arguments.text("check_circuit", names, "names")
         _require_interp("check_circuit", "torch", "transformer_lens")
         from .circuit_check import check_circuit
 
-        return check_circuit(self, edges, ablations=ablations, inputs=inputs,
-                             seed=arguments.integer("check_circuit", seed, "seed", 0),
-                             per_edge=arguments.flag("check_circuit", per_edge, "per_edge"))
+        return check_circuit(self, edges, ablations=ablations, inputs=inputs, seed=seed,
+                             per_edge=per_edge, names=names)
 
     def save(self, path: str | Path) -> None:
         """Write the weights to `path`, a .npz or .safetensors file (its suffix says which;

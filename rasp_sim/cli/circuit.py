@@ -1,0 +1,113 @@
+"""`rasp-sim circuit`: a compiled model's ground-truth circuit (docs/circuits.md), written
+as JSON or a picture, and with --check proved by ablation on the model's domain."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .options import add_memory_limit_option, add_unvalidated_option, check_output
+from .output_file import (add_format_option, is_standard_output, output_file, output_format,
+                          written)
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+FORMATS = ("json", "svg", "png", "pdf", "dot")
+CHECKS = ("zero", "mean", "resample", "all")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "circuit", help="a compiled model's ground-truth circuit, proved by ablation",
+        description="The computational graph of the compiled MODEL read from its weights: "
+        "the embeddings, every attention head, every MLP and the unembedding, each with its "
+        "RASP operations and source line; an edge where a node reads residual directions an "
+        "earlier one writes. Without -o a summary is printed; -o writes it as JSON, a "
+        "picture or DOT text. --check runs the TransformerLens model with every edge "
+        "outside the circuit ablated on the whole domain, and each circuit edge removed "
+        "alone (needs the interp extra); exit status 1 if the circuit is not faithful.")
+    parser.add_argument("model", metavar="MODEL", help="a compiled model (.npz or .safetensors)")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="write the graph: OUT.json, OUT.svg, OUT.png, OUT.pdf or OUT.dot; "
+                        "- for standard output (in --format, default json)")
+    add_format_option(parser, FORMATS)
+    parser.add_argument("--names", choices=("rasp", "transformer_lens"), default="rasp",
+                        help="node names: short ones (block3.head0, the default) or "
+                        "TransformerLens hook names as ACDC and InterpBench write them")
+    parser.add_argument("--check", choices=CHECKS, metavar="ABLATION",
+                        help="prove the circuit under zero, mean or resample ablation, or all "
+                        "three (needs torch and transformer-lens: pip install "
+                        "'rasp-sim[interp]')")
+    add_unvalidated_option(parser)
+    add_memory_limit_option(parser, "size of the model's arrays to read")
+    parser.set_defaults(handler=run_circuit)
+
+
+def run_circuit(args: argparse.Namespace) -> int:
+    from ..compiled.circuit import circuit_json
+    from ..compiled.model import load_model
+    from . import UsageError
+
+    chosen = None
+    if args.output is not None:
+        chosen = output_format(args.output, args.format, FORMATS)
+        check_output(args.output, args.model, stream_ok=True)
+    elif args.format is not None:
+        raise UsageError("--format is for -o - (standard output)")
+    model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
+                       memory_limit=args.memory_limit)
+    if model.warning:
+        print(model.warning, file=sys.stderr)
+    graph = model.circuit(names=args.names)
+    check = None
+    if args.check is not None:
+        ablations = ("zero", "mean", "resample") if args.check == "all" else (args.check,)
+        check = model.check_circuit(ablations=ablations, names=args.names)
+    # the summaries go to stderr when the graph itself goes to standard output
+    messages = sys.stderr if args.output is not None and is_standard_output(args.output) \
+        else sys.stdout
+    if args.output is None:
+        print("\n".join(summary(graph)), file=messages)
+    else:
+        with output_file(args.output) as stream:
+            if chosen == "json":
+                data: dict[str, Any] = circuit_json(graph)
+                if check is not None:
+                    data["check"] = check.to_json()
+                stream.write((json.dumps(data, indent=1) + "\n").encode("utf-8"))
+            else:
+                from ..pictures.circuit_picture import circuit_drawing
+                from ..pictures.draw import write_picture
+
+                write_picture(circuit_drawing(graph), stream, chosen or "svg")
+        if not is_standard_output(args.output):
+            print(f"wrote {written(args.output)}", file=messages)
+    if check is not None:
+        print(check.summary(), file=messages)
+        return 0 if check.ok else 1
+    return 0
+
+
+def summary(graph: "nx.DiGraph") -> list[str]:
+    """One line per node (its operations and source, dead or not, its TransformerLens
+    hook) and per edge (the roles reading it and the directions it carries)."""
+    from ..pictures.circuit_picture import short_location
+
+    nodes = sorted(graph.nodes, key=lambda n: graph.nodes[n]["order"])
+    dead = sum(graph.nodes[n]["dead"] for n in nodes)
+    lines = [f"{len(nodes)} nodes ({dead} dead), {graph.number_of_edges()} edges"]
+    for node in nodes:
+        data = graph.nodes[node]
+        ops = "; ".join(entry["op"] + (f" @ {short_location(entry['at'])}"
+                                       if entry.get("at") else "")
+                        for entry in data["operations"])
+        hook = data["hook"] + ("" if data["hook_index"] == "[:]" else data["hook_index"])
+        lines.append(f"{node}: {ops or data['kind']} [{hook}]"
+                     + (" (dead)" if data["dead"] else ""))
+    for a, b, data in sorted(graph.edges(data=True), key=lambda e: (
+            graph.nodes[e[1]]["order"], graph.nodes[e[0]]["order"])):
+        roles = ", ".join(f"{role}: {' '.join(d)}" for role, d in data["reads"].items())
+        lines.append(f"  {a} -> {b} ({roles})" + (" (dead)" if data["dead"] else ""))
+    return lines
