@@ -93,14 +93,14 @@ def run_circuit(args: argparse.Namespace) -> int:
 def summary(graph: "nx.DiGraph") -> list[str]:
     """One line per node (its operations and source, dead or not, its TransformerLens
     hook) and per edge (the roles reading it and the directions it carries)."""
-    from ..pictures.circuit_picture import short_location
+    from ..pictures.trace_plot import short_at
 
     nodes = sorted(graph.nodes, key=lambda n: graph.nodes[n]["order"])
     dead = sum(graph.nodes[n]["dead"] for n in nodes)
     lines = [f"{len(nodes)} nodes ({dead} dead), {graph.number_of_edges()} edges"]
     for node in nodes:
         data = graph.nodes[node]
-        ops = "; ".join(entry["op"] + (f" @ {short_location(entry['at'])}"
+        ops = "; ".join(entry["op"] + (f" @ {short_at(entry['at'])}"
                                        if entry.get("at") else "")
                         for entry in data["operations"])
         hook = data["hook"] + ("" if data["hook_index"] == "[:]" else data["hook_index"])

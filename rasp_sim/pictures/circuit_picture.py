@@ -5,12 +5,12 @@ aggregate, an MLP as a map, the unembedding as the root; each edge is labelled w
 roles that read it (q, k, v; in, gate) and dead nodes say so."""
 from __future__ import annotations
 
-from pathlib import PurePath
 from typing import Any
 
 import networkx as nx
 
 from .drawing import Drawing, Edge
+from .trace_plot import short_at
 
 _KINDS = {"token_embed": "input", "pos_embed": "input", "input_proj": "input",
           "head": "aggregate", "mlp": "map", "unembed": "call"}
@@ -45,18 +45,12 @@ def node_label(graph: nx.DiGraph, node: Any) -> str:
     lines = [str(node)]
     operations = data["operations"]
     for entry in operations[:_OPERATIONS_SHOWN]:
-        lines.append(entry["op"] + (f" @ {short_location(entry['at'])}" if entry.get("at") else ""))
+        lines.append(entry["op"] + (f" @ {short_at(entry['at'])}" if entry.get("at") else ""))
     if len(operations) > _OPERATIONS_SHOWN:
         lines.append(f"(+{len(operations) - _OPERATIONS_SHOWN} more)")
     if data["dead"]:
         lines.append("(dead: the output does not read it)")
     return "\n".join(lines)
-
-
-def short_location(at: str) -> str:
-    """file:line:col with the file's folders dropped."""
-    path, _, rest = at.partition(":")
-    return f"{PurePath(path).name}:{rest}" if rest else at
 
 
 def _block_kind(graph: nx.DiGraph, block: int) -> str:
