@@ -55,15 +55,16 @@ def circuit_graph(weights: Transformer, operations: Sequence[Sequence[Mapping[st
         read: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
         for role, columns in node["reads"].items():
             for column in columns:
-                for sender in writers[column]:
-                    if sender["block"] is None or sender["block"] < node["block"]:
-                        read[sender["id"]][role].add(column)
+                for writer in writers[column]:
+                    if writer["block"] is None or writer["block"] < node["block"]:
+                        read[writer["id"]][role].add(column)
         for sender, roles in read.items():
-            columns = sorted(set().union(*roles.values()))
-            graph.add_edge(sender, node["id"], columns=tuple(columns),
-                           directions=tuple(labels[c] for c in columns),
-                           reads={role: tuple(labels[c] for c in sorted(cs))
-                                  for role, cs in sorted(roles.items())})
+            by_role = {role: sorted(cs) for role, cs in sorted(roles.items())}
+            graph.add_edge(sender, node["id"],
+                           columns={role: tuple(cs) for role, cs in by_role.items()},
+                           directions=tuple(labels[c] for c in sorted(set().union(*roles.values()))),
+                           reads={role: tuple(labels[c] for c in cs)
+                                  for role, cs in by_role.items()})
         for column in node["writes"]:
             writers[column].append(node)
     _mark_dead(graph, nodes[-1]["id"])

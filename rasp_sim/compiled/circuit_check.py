@@ -243,13 +243,10 @@ class Ablation:
         for a, b, data in self.graph.edges(data=True):
             target = self.graph.nodes[b]
             written = self.graph.nodes[a]["writes"]
-            labels = self.graph.graph["residual_labels"]
-            column = {label: i for i, label in enumerate(labels)}
             roles = []
-            for role, directions in data["reads"].items():
-                rows = [column[d] for d in directions]
+            for role, rows in data["columns"].items():
                 where = torch.as_tensor(np.searchsorted(written, rows), dtype=torch.long)
-                matrix = torch.as_tensor(self._read_matrix(target, role)[rows], dtype=dtype)
+                matrix = torch.as_tensor(self._read_matrix(target, role)[list(rows)], dtype=dtype)
                 roles.append((role, where, matrix))
             self.reads[(a, b)] = roles
 
@@ -266,7 +263,9 @@ class Ablation:
             return w.detach().double().cpu().numpy()
         block = self.weights.layers[target["block"]]
         assert isinstance(block, MLPBlock)
-        w = as_dense(block.w1 if role == "in" else block.w_gate)
+        matrix = block.w1 if role == "in" else block.w_gate
+        assert matrix is not None  # a "gate" role exists only where the block has one
+        w = as_dense(matrix)
         padded = np.zeros((w.shape[0], self.hooked.cfg.d_mlp))
         padded[:, :w.shape[1]] = w
         return padded
