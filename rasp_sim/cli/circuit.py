@@ -1,5 +1,6 @@
-"""`rasp-sim circuit`: a compiled model's ground-truth circuit (docs/circuits.md), written
-as JSON or a picture, and with --check proved by ablation on the model's domain."""
+"""`rasp-sim circuit`: a compiled model's ground-truth circuit (docs/transformer_lens.md,
+"Ground-truth circuits"), written as JSON or a picture, and with --check proved by
+ablation on the model's domain."""
 from __future__ import annotations
 
 import argparse

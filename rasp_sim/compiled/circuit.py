@@ -1,5 +1,5 @@
-"""The ground-truth circuit of a model (docs/circuits.md): which node's output each node
-reads, found in the weights themselves.
+"""The ground-truth circuit of a model (docs/transformer_lens.md, "Ground-truth
+circuits"): which node's output each node reads, found in the weights themselves.
 
 Nodes are the token and position embeddings (a numeric-input model's `input_proj` is one
 input node), every attention head (block and head index), every MLP and the unembedding,
@@ -62,7 +62,8 @@ def circuit_graph(weights: Transformer, operations: Sequence[Sequence[Mapping[st
             by_role = {role: sorted(cs) for role, cs in sorted(roles.items())}
             graph.add_edge(sender, node["id"],
                            columns={role: tuple(cs) for role, cs in by_role.items()},
-                           directions=tuple(labels[c] for c in sorted(set().union(*roles.values()))),
+                           directions=tuple(labels[c]
+                                            for c in sorted(set().union(*roles.values()))),
                            reads={role: tuple(labels[c] for c in cs)
                                   for role, cs in by_role.items()})
         for column in node["writes"]:

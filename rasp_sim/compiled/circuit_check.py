@@ -1,6 +1,7 @@
-"""Proving a circuit (docs/circuits.md): the model's TransformerLens export (float64) run
-with every edge outside the circuit ablated must give the model's decoded output on every
-input of its domain, and removing any one edge of the circuit must change it somewhere.
+"""Proving a circuit (docs/transformer_lens.md, "Ground-truth circuits"): the model's
+TransformerLens export (float64) run with every edge outside the circuit ablated must give
+the model's decoded output on every input of its domain, and removing any one edge of the
+circuit must change it somewhere.
 
 Edge-level ablation, exactly: the export has no LayerNorm, so what a receiver computes
 from the residual stream (a head's q, k and v, an MLP's pre-activations, the logits) is
@@ -207,8 +208,9 @@ class Ablation:
             by_length[len(sequence)].append(i)
         for length in sorted(by_length):
             members = by_length[length]
-            group = _Group(members, [self.hooked.input([self.inputs[i] for i in members[s:s + _BATCH]])
-                                     for s in range(0, len(members), _BATCH)])
+            group = _Group(members, [
+                self.hooked.input([self.inputs[i] for i in members[s:s + _BATCH]])
+                for s in range(0, len(members), _BATCH)])
             group.expected = run_weights(self.weights, [self.inputs[i] for i in members])
             group.resample = rng.permutation(len(members))
             clean: dict[str, list[torch.Tensor]] = defaultdict(list)
@@ -369,9 +371,9 @@ class Ablation:
         targets = set(into)
         for layer in sorted(set(self.heads_of) | set(self.mlp_of)):
             if self.heads_of[layer]:
-                for role in "qkv":
-                    if any(node in targets for node, _, _ in self.heads_of[layer]):
-                        hooks.append((f"blocks.{layer}.attn.hook_{role}", correct_head(layer, role)))
+                if any(node in targets for node, _, _ in self.heads_of[layer]):
+                    hooks += [(f"blocks.{layer}.attn.hook_{role}", correct_head(layer, role))
+                              for role in "qkv"]
                 hooks.append((f"blocks.{layer}.attn.hook_z", capture_heads(layer)))
             mlp = self.mlp_of.get(layer)
             if mlp is not None:

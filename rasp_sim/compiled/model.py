@@ -111,13 +111,14 @@ class Model:
         return trace(self, one_input("trace", sequence))
 
     def circuit(self, names: str = "rasp") -> "nx.DiGraph":
-        """The model's ground-truth circuit as a networkx DiGraph (docs/circuits.md): a node
-        for the token and position embeddings (or `input_proj`), each attention head, each
-        MLP and the unembedding, labelled with its RASP operations and their source, and
-        its TransformerLens hooks (`hook`, `hook_index`, `hook_inputs`); an edge A -> B where
-        B reads residual directions A writes (`directions`, and per role `reads`). Nodes
-        and edges the output does not depend on are marked `dead`. Node ids are short
-        names ("block3.head0") with names="rasp", hook names with "transformer_lens"."""
+        """The model's ground-truth circuit as a networkx DiGraph (docs/transformer_lens.md,
+        "Ground-truth circuits"): a node for the token and position embeddings (or
+        `input_proj`), each attention head, each MLP and the unembedding, labelled with its
+        RASP operations and their source, and its TransformerLens hooks (`hook`,
+        `hook_index`, `hook_inputs`); an edge A -> B where B reads residual directions A
+        writes (`directions`, and per role `reads`). Nodes and edges the output does not
+        depend on are marked `dead`. Node ids are short names ("block3.head0") with
+        names="rasp", hook names with "transformer_lens"."""
         from .circuit import circuit_graph
 
         names = arguments.text("circuit", names, "names")
@@ -132,11 +133,12 @@ class Model:
                                                                              "resample"),
                       inputs: Sequence[Any] | None = None, seed: int = 0,
                       per_edge: bool = True, names: str = "rasp") -> "CircuitCheck":
-        """Whether a circuit (a set of (sender, receiver) edges of `circuit(names)`;
-        default the ground-truth circuit, every live edge) computes the
-        model's output on its whole domain (or `inputs`): the TransformerLens model run
-        with every other edge ablated (zero, mean or resample ablation: docs/circuits.md),
-        and with `per_edge` each circuit edge removed alone. Needs the `interp` extra."""
+        """Whether a circuit (a set of (sender, receiver) edges of `circuit(names)`; default
+        the ground-truth circuit, every live edge) computes the model's output on its whole
+        domain (or `inputs`): the TransformerLens model run with every other edge ablated
+        (zero, mean or resample ablation: docs/transformer_lens.md, "Ground-truth
+        circuits"), and with `per_edge` each circuit edge removed alone. Needs the `interp`
+        extra."""
         seed = arguments.integer("check_circuit", seed, "seed", 0)
         per_edge = arguments.flag("check_circuit", per_edge, "per_edge")
         names = arguments.text("check_circuit", names, "names")

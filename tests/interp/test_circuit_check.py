@@ -78,8 +78,8 @@ def test_ground_truth_circuit_is_faithful_on_the_whole_domain(program):
     assert sorted(result.circuit) == sorted(live) and result.ablated == ()
     unnecessary = result.unnecessary("zero")
     if program[1] == "dyck1_state":
-        # measured (docs/circuits.md): two reads of `one`/BOS whose zeroing decodes the
-        # same everywhere; every other edge is necessary
+        # measured (docs/transformer_lens.md, "Ground-truth circuits"): two reads of
+        # `one`/BOS whose zeroing decodes the same everywhere; every other edge is necessary
         assert unnecessary == [("token_embed", "block4.head0"), ("token_embed", "block6.mlp")]
     else:
         assert unnecessary == []
