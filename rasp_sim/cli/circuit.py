@@ -8,9 +8,9 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .options import add_memory_limit_option, add_unvalidated_option, check_output
-from .output_file import (add_format_option, is_standard_output, output_file, output_format,
-                          written)
+from .options import add_memory_limit_option, add_unvalidated_option
+from .output_file import add_format_option, is_standard_output, output_file, written
+from .trace import output_and_model
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -48,19 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_circuit(args: argparse.Namespace) -> int:
     from ..compiled.circuit import circuit_json
-    from ..compiled.model import load_model
-    from . import UsageError
 
-    chosen = None
-    if args.output is not None:
-        chosen = output_format(args.output, args.format, FORMATS)
-        check_output(args.output, args.model, stream_ok=True)
-    elif args.format is not None:
-        raise UsageError("--format is for -o - (standard output)")
-    model = load_model(args.model, allow_unvalidated=args.allow_unvalidated,
-                       memory_limit=args.memory_limit)
-    if model.warning:
-        print(model.warning, file=sys.stderr)
+    chosen, model = output_and_model(args, FORMATS)
     graph = model.circuit(names=args.names)
     check = None
     if args.check is not None:
