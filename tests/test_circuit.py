@@ -183,3 +183,19 @@ def test_graph_imports_no_torch():
                  "Model(tiny()).circuit(names='transformer_lens')")
     assert heavy_modules_after(statement, Path(__file__).resolve().parent,
                                ("torch", "transformer_lens")) == []
+
+
+def test_a_universal_transformer_without_embedding_reads_its_input():
+    from rasp_sim.compiler.universal.paths import Shape
+    from rasp_sim.compiler.universal.sparse import build_sparse
+
+    ut = build_sparse(Shape(dim=4, head_dim=4, out_dim=4, heads=2, layers=3))  # sparse weights
+    graph = Model(ut).circuit()
+    assert graph.nodes["input"]["writes"] == list(range(ut.width))
+    assert all(d["operations"] == [] for _, d in graph.nodes(data=True))
+    assert graph.number_of_nodes() == 1 + 6 + 1 and not any(d for _, d in graph.nodes(data="dead"))
+    for a, b, data in graph.edges(data=True):  # each edge's columns: written and read
+        for role, columns in data["columns"].items():
+            assert set(columns) <= (set(graph.nodes[a]["writes"])
+                                    & set(graph.nodes[b]["reads"][role]))
+    assert {a for a, _ in graph.in_edges("block0.head0")} == {"input"}

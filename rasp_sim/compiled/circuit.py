@@ -2,7 +2,7 @@
 circuits"): which node's output each node reads, found in the weights themselves.
 
 Nodes are the token and position embeddings (a numeric-input model's `input_proj` is one
-input node), every attention head (block and head index), every MLP and the unembedding,
+input node, a model without any embedding has `input`, the residual stream it is given), every attention head (block and head index), every MLP and the unembedding,
 as circuit-discovery benchmarks split a transformer (ACDC, Conmy et al. 2023; InterpBench,
 Gupta et al. 2024). A node writes the residual directions of its output matrix's non-zero
 columns (W_O, or W_V where W_O is None; W2 and b2; the embeddings' matrices) and reads those
@@ -118,6 +118,10 @@ def _nodes(weights: Transformer, operations: Sequence[Sequence[Mapping[str, Any]
         if matrix is not None:
             nodes.append(_node(kind, kind, None, None, (), {}, _nonzero(matrix, 1), hook, "[:]",
                                {}))
+    if not nodes:  # no embedding at all (a bare universal transformer): the input is the
+        # residual stream itself, every direction of it
+        nodes.append(_node("input", "input", None, None, (), {}, list(range(weights.width)),
+                           "blocks.0.hook_resid_pre", "[:]", {}))
     for index, block in enumerate(weights.layers):
         layer = sublayer[index][0]
         described = [dict(entry) for entry in operations[index]] if index < len(operations) else []

@@ -12,7 +12,7 @@ import networkx as nx
 from .drawing import Drawing, Edge
 from .trace_plot import short_at
 
-_KINDS = {"token_embed": "input", "pos_embed": "input", "input_proj": "input",
+_KINDS = {"token_embed": "input", "pos_embed": "input", "input_proj": "input", "input": "input",
           "head": "aggregate", "mlp": "map", "unembed": "call"}
 _OPERATIONS_SHOWN = 3  # a merged MLP block may compute many: the rest are counted
 
