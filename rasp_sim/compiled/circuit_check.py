@@ -10,7 +10,7 @@ pre-activation, for B alone: actual_A is A's output in the same (ablated) forwar
 captured at `hook_z` @ W_O[h], `hook_mlp_out`, `hook_embed` and `hook_pos_embed`; the
 unembedding's correction goes into the last `hook_resid_post`. The ablated value is 0
 ("zero"), A's mean over the inputs of the same length at each position ("mean"), or A's
-value on another input of the same length, a seeded permutation ("resample"); mean and
+value on another input of the same length, a seeded derangement ("resample"); mean and
 resample values come from the unablated model. W_read of an MLP is the weight format's W1
 and gate, not the export's: the export folds a gated model's biases into the `one`
 direction's rows (compiler/transformer_lens_export.py), and a bias is no edge.
@@ -212,7 +212,7 @@ class Ablation:
                 self.hooked.input([self.inputs[i] for i in members[s:s + _BATCH]])
                 for s in range(0, len(members), _BATCH)])
             group.expected = run_weights(self.weights, [self.inputs[i] for i in members])
-            group.resample = rng.permutation(len(members))
+            group.resample = _another(rng, len(members))
             clean: dict[str, list[torch.Tensor]] = defaultdict(list)
             for b, kw in enumerate(group.batches):
                 actual = self._run(group, b, kw, [], None)[1]
@@ -405,6 +405,15 @@ class Ablation:
         return {self.embeds[kind]: torch.as_tensor(np.ascontiguousarray(value), dtype=dtype)[
                     ..., self.writes[self.embeds[kind]]] for kind, value in values.items()
                 if kind in self.embeds}
+
+
+def _another(rng: np.random.Generator, n: int) -> np.ndarray:
+    """For each of n inputs the index of another one (itself only when n is 1): each
+    input takes the next one's value in a random cyclic order, so none keeps its own."""
+    order = rng.permutation(n)
+    source = np.empty(n, dtype=np.int64)
+    source[order] = np.roll(order, -1)
+    return source
 
 
 def _inputs(model: "Model", inputs: Sequence[Any] | None, seed: int
