@@ -19,7 +19,7 @@ pytest.importorskip("tracr")
 
 import rasp_sim  # noqa: E402
 from rasp_sim.base.errors import RaspTypeError  # noqa: E402
-from rasp_sim.compiled.circuit_check import IDENTITY, Ablation  # noqa: E402
+from rasp_sim.compiled.circuit_check import IDENTITY, Ablation, _another  # noqa: E402
 from rasp_sim.compiler.forward import forward  # noqa: E402
 from rasp_sim.compiler.tracr_backend.runtime import token_ids  # noqa: E402
 
@@ -125,3 +125,10 @@ def test_arguments_are_checked():
         model.check_circuit([("unembed", "token_embed")])
     with pytest.raises(RaspTypeError, match="seed must be an int"):
         model.check_circuit(seed="1")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 81, 243])
+def test_resample_takes_another_inputs_value(n):
+    source = _another(np.random.default_rng(0), n)
+    assert sorted(source.tolist()) == list(range(n))  # every input's value is used once
+    assert n == 1 or not np.any(source == np.arange(n))  # and none its own
