@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from . import UsageError
 from .options import add_memory_limit_option, add_unvalidated_option
 from .output_file import add_format_option, is_standard_output, output_file, written
 from .trace import output_and_model
@@ -41,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="prove the circuit under zero, mean or resample ablation, or all "
                         "three (needs torch and transformer-lens: pip install "
                         "'rasp-sim[interp]')")
+    parser.add_argument("--inputs", metavar="FILE",
+                        help="with --check: check on these inputs, one per line as `run "
+                        "--inputs` reads them, instead of the whole domain (a numeric-input "
+                        "model has no finite domain and needs them)")
     add_unvalidated_option(parser)
     add_memory_limit_option(parser, "size of the model's arrays to read")
     parser.set_defaults(handler=run_circuit)
@@ -49,12 +54,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_circuit(args: argparse.Namespace) -> int:
     from ..compiled.circuit import circuit_json
 
+    if args.inputs is not None and args.check is None:
+        raise UsageError("--inputs is for --check (the inputs the circuit is checked on)")
     chosen, model = output_and_model(args, FORMATS)
     graph = model.circuit(names=args.names)
     check = None
     if args.check is not None:
         ablations = ("zero", "mean", "resample") if args.check == "all" else (args.check,)
-        check = model.check_circuit(ablations=ablations, names=args.names)
+        check = model.check_circuit(ablations=ablations, names=args.names,
+                                    inputs=None if args.inputs is None else _inputs(args))
     # the summaries go to stderr when the graph itself goes to standard output
     messages = sys.stderr if args.output is not None and is_standard_output(args.output) \
         else sys.stdout
@@ -78,6 +86,23 @@ def run_circuit(args: argparse.Namespace) -> int:
         print(check.summary(), file=messages)
         return 0 if check.ok else 1
     return 0
+
+
+def _inputs(args: argparse.Namespace) -> list[Any]:
+    """The inputs of --inputs FILE, read as `run --inputs` reads them; the first line that
+    is not an input is its located error."""
+    from .inputs import BadInput, atoms, read_inputs_file
+    from .run import INPUTS_FILE_SHARE
+
+    entries = read_inputs_file(args.inputs, max_bytes=args.memory_limit // INPUTS_FILE_SHARE)
+    if not isinstance(entries, list):  # a matrix of numbers read in bulk
+        return [list(row) for row in entries]
+    inputs = []
+    for entry in entries:
+        if isinstance(entry, BadInput):
+            raise entry.error
+        inputs.append(atoms(entry))
+    return inputs
 
 
 def summary(graph: "nx.DiGraph") -> list[str]:

@@ -78,6 +78,8 @@ def test_the_cli_refuses_bad_requests(capsys, reverse_file, tmp_path, monkeypatc
     folder.mkdir()
     code, _, err = run_cli(capsys, "circuit", reverse_file, "-o", str(folder))
     assert code != 0 and "folder.json" in err and "(by the suffix)" not in err
+    code, _, err = run_cli(capsys, "circuit", reverse_file, "--inputs", reverse_file)
+    assert code == 2 and "--inputs is for --check" in err
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
@@ -98,3 +100,8 @@ def test_check_prints_the_proof(capsys, reverse_file, tmp_path):
     check = json.loads(path.read_text())["check"]
     assert code == 0 and check["ok"] and check["faithful"] == {"zero": True}
     assert all(edge["changed_on"] is not None for edge in check["per_edge"])
+    inputs = tmp_path / "inputs.txt"
+    inputs.write_text('abc\n["c", "a"]\n')
+    code, out, _ = run_cli(capsys, "circuit", reverse_file, "--check", "mean", "--inputs",
+                           str(inputs))
+    assert code == 0 and "11 edges kept, 0 ablated, 2 inputs (given domain)" in out
