@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="prove the circuit under zero, mean or resample ablation, or all "
                         "three (needs torch and transformer-lens: pip install "
                         "'rasp-sim[interp]')")
+    parser.add_argument("--drop", action="append", default=[], metavar="SENDER->RECEIVER",
+                        help="with --check: check the circuit without this edge (repeat it "
+                        "for several), e.g. --drop 'block2.mlp->block3.head0'")
     parser.add_argument("--inputs", metavar="FILE",
                         help="with --check: check on these inputs, one per line as `run "
                         "--inputs` reads them, instead of the whole domain (a numeric-input "
@@ -54,14 +57,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_circuit(args: argparse.Namespace) -> int:
     from ..compiled.circuit import circuit_json
 
-    if args.inputs is not None and args.check is None:
-        raise UsageError("--inputs is for --check (the inputs the circuit is checked on)")
+    if args.check is None and (args.inputs is not None or args.drop):
+        raise UsageError(f"{'--inputs' if args.inputs is not None else '--drop'} is for "
+                         "--check (what the circuit is checked on, and without)")
     chosen, model = output_and_model(args, FORMATS)
     graph = model.circuit(names=args.names)
     check = None
     if args.check is not None:
         ablations = ("zero", "mean", "resample") if args.check == "all" else (args.check,)
-        check = model.check_circuit(ablations=ablations, names=args.names,
+        check = model.check_circuit(_without(graph, args.drop), ablations=ablations,
+                                    names=args.names,
                                     inputs=None if args.inputs is None else _inputs(args))
     # the summaries go to stderr when the graph itself goes to standard output
     messages = sys.stderr if args.output is not None and is_standard_output(args.output) \
@@ -86,6 +91,25 @@ def run_circuit(args: argparse.Namespace) -> int:
         print(check.summary(), file=messages)
         return 0 if check.ok else 1
     return 0
+
+
+def _without(graph: "nx.DiGraph", dropped: list[str]) -> list[tuple[Any, Any]] | None:
+    """The ground-truth circuit (every live edge) less the --drop edges, each checked to
+    be one of its edges; None (the ground truth) when nothing is dropped."""
+    from ..base.errors import RaspError
+
+    if not dropped:
+        return None
+    live = [(a, b) for a, b, dead in graph.edges(data="dead") if not dead]
+    removed = set()
+    for text in dropped:
+        sender, arrow, receiver = text.partition("->")
+        edge = (sender.strip(), receiver.strip())
+        if not arrow or edge not in live:
+            raise RaspError(f"--drop {text}: not an edge SENDER->RECEIVER of the ground-truth "
+                            "circuit (rasp-sim circuit MODEL lists them)")
+        removed.add(edge)
+    return [edge for edge in live if edge not in removed]
 
 
 def _inputs(args: argparse.Namespace) -> list[Any]:

@@ -80,6 +80,8 @@ def test_the_cli_refuses_bad_requests(capsys, reverse_file, tmp_path, monkeypatc
     assert code != 0 and "folder.json" in err and "(by the suffix)" not in err
     code, _, err = run_cli(capsys, "circuit", reverse_file, "--inputs", reverse_file)
     assert code == 2 and "--inputs is for --check" in err
+    code, _, err = run_cli(capsys, "circuit", reverse_file, "--drop", "a->b")
+    assert code == 2 and "--drop is for --check" in err
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
@@ -105,3 +107,10 @@ def test_check_prints_the_proof(capsys, reverse_file, tmp_path):
     code, out, _ = run_cli(capsys, "circuit", reverse_file, "--check", "mean", "--inputs",
                            str(inputs))
     assert code == 0 and "11 edges kept, 0 ablated, 2 inputs (given domain)" in out
+    code, out, _ = run_cli(capsys, "circuit", reverse_file, "--check", "zero", "--drop",
+                           "block2.mlp->block3.head0")
+    assert code == 1 and "10 edges kept, 1 ablated" in out
+    assert re.search(r"  zero: NOT faithful on [\d,]+ inputs, first \[", out)
+    code, _, err = run_cli(capsys, "circuit", reverse_file, "--check", "zero", "--drop",
+                           "unembed->block0.head0")
+    assert code == 1 and "--drop unembed->block0.head0: not an edge" in err
