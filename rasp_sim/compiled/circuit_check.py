@@ -49,9 +49,10 @@ Edge = tuple[str, str]
 
 @dataclass(frozen=True)
 class EdgeNecessity:
-    """Whether removing one circuit edge changes the output under one ablation:
-    `changed_on` is the first input (in domain order) whose decoded output changes, None
-    if no input's does (the edge is not necessary under this ablation)."""
+    """Whether removing one circuit edge changes the circuit's output under one ablation:
+    `changed_on` is the first input (in domain order) whose decoded output without the edge
+    differs from the circuit's, None if no input's does (the edge is not necessary under
+    this ablation). For a faithful circuit the circuit's output is the model's."""
 
     source: str
     target: str
@@ -130,13 +131,16 @@ def check_circuit(model: "Model", edges: Iterable[Edge] | None = None, *,
     faithful, failures, first = {}, {}, {}
     necessity = []
     for ablation in ablations:
-        changed = runner.changed(ablated, ablation)
+        outputs = dict(runner.outputs(ablated, ablation))  # the circuit's own
+        changed = sorted(i for i, out in outputs.items()
+                         if not runner.same(runner.expected[i], out))
         failures[ablation] = len(changed)
         faithful[ablation] = not changed
         first[ablation] = runner.inputs[changed[0]] if changed else None
         if per_edge:
             for edge in circuit:
-                hit = runner.changed(ablated + [edge], ablation, first_only=True)
+                hit = runner.changed(ablated + [edge], ablation, first_only=True,
+                                     against=outputs)
                 necessity.append(EdgeNecessity(edge[0], edge[1], ablation,
                                                runner.inputs[hit[0]] if hit else None))
     return CircuitCheck(str(model.info.get("name")), runner.domain, len(runner.inputs),
@@ -175,12 +179,11 @@ def _ordered(graph: nx.DiGraph, edges: Iterable[Edge]) -> list[Edge]:
 class _Group:
     """The inputs of one length: their positions in `Ablation.inputs`, the export's
     keyword arguments per batch, the unablated senders' outputs (written columns only),
-    and the model's own decoded outputs."""
+    and the resample source of each."""
 
     members: list[int]
     batches: list[dict[str, Any]]
     clean: dict[str, torch.Tensor] = field(default_factory=dict)
-    expected: list[list[Any]] = field(default_factory=list)
     resample: np.ndarray | None = None
 
 
@@ -203,6 +206,7 @@ class Ablation:
         self._receivers()
         rng = np.random.default_rng(seed)
         self.groups = []
+        self.expected: dict[int, list] = {}  # input index -> the model's decoded output
         by_length: dict[int, list[int]] = defaultdict(list)
         for i, sequence in enumerate(self.inputs):
             by_length[len(sequence)].append(i)
@@ -211,7 +215,8 @@ class Ablation:
             group = _Group(members, [
                 self.hooked.input([self.inputs[i] for i in members[s:s + _BATCH]])
                 for s in range(0, len(members), _BATCH)])
-            group.expected = run_weights(self.weights, [self.inputs[i] for i in members])
+            expected = run_weights(self.weights, [self.inputs[i] for i in members])
+            self.expected.update(zip(members, expected))
             group.resample = _another(rng, len(members))
             clean: dict[str, list[torch.Tensor]] = defaultdict(list)
             for b, kw in enumerate(group.batches):
@@ -272,23 +277,30 @@ class Ablation:
         padded[:, :w.shape[1]] = w
         return padded
 
-    def changed(self, ablated: Sequence[Edge], ablation: str, first_only: bool = False
-                ) -> list[int]:
-        """The inputs (indices of `self.inputs`, in order) whose decoded output changes
-        with `ablated` edges ablated by `ablation` ("zero", "mean", "resample" or
-        "identity"); with `first_only`, at most the first."""
-        found = []
+    def outputs(self, ablated: Sequence[Edge], ablation: str) -> Iterator[tuple[int, list]]:
+        """(input index, decoded output) of every input, group by group, with `ablated`
+        edges ablated by `ablation` ("zero", "mean", "resample" or "identity"); lazily, a
+        batch at a time."""
         for group in self.groups:
             replacement = self._replacement(group, ablation)
             for b, kw in enumerate(group.batches):
                 logits = self._run(group, b, kw, ablated, replacement)[0]
                 outputs = decode(self.weights, logits.double().cpu().numpy())
                 for j, out in enumerate(outputs):
-                    k = b * _BATCH + j
-                    if not self._same(group.expected[k], out):
-                        found.append(group.members[k])
-                        if first_only:
-                            return found
+                    yield group.members[b * _BATCH + j], out
+
+    def changed(self, ablated: Sequence[Edge], ablation: str, first_only: bool = False,
+                against: Mapping[int, list] | None = None) -> list[int]:
+        """The inputs (indices of `self.inputs`, in order) whose decoded output with
+        `ablated` edges ablated differs from `against` (default: the model's own output);
+        with `first_only`, at most the first."""
+        reference = self.expected if against is None else against
+        found = []
+        for i, out in self.outputs(ablated, ablation):
+            if not self.same(reference[i], out):
+                found.append(i)
+                if first_only:
+                    break
         return sorted(found)
 
     def logits(self, ablated: Sequence[Edge], ablation: str) -> Iterator[np.ndarray]:
@@ -298,7 +310,9 @@ class Ablation:
             for b, kw in enumerate(group.batches):
                 yield self._run(group, b, kw, ablated, replacement)[0].double().cpu().numpy()
 
-    def _same(self, expected: list[Any], out: list[Any]) -> bool:
+    def same(self, expected: list[Any], out: list[Any]) -> bool:
+        """Whether two decoded outputs agree: exactly, or for numbers to validation's
+        tolerance."""
         if not self.numeric_output:
             return expected == out
         return all(math.isfinite(y) and abs(x - y) <= NUMERIC_TOLERANCE * max(1.0, abs(x))
