@@ -441,7 +441,8 @@ def _inputs(model: "Model", inputs: Sequence[Any] | None, seed: int
     info = model.info
     if is_numeric_input(model.weights) or not info.get("vocab"):
         raise RaspError("check_circuit: a numeric-input model has no finite domain to "
-                        "enumerate: pass inputs=[...] (a sample)")
+                        "enumerate: give a sample (inputs=[...]; rasp-sim circuit --inputs "
+                        "FILE)")
     vocab = list(info["vocab"])
     mode, _, batches = sampled_domain(len(vocab), int(info["max_len"]), _SAMPLES, seed,
                                       int(info.get("min_len", 1)))
