@@ -61,6 +61,7 @@ from rasp_sim.base.api_arguments import torch_device, torch_dtype
 from rasp_sim.base.errors import CompileError, RaspTypeError
 
 from .forward import embed_features
+from .layer_pairs import block_map, pair_layers
 from .tracr_backend.runtime import (as_program_types, compile_info, decode, is_numeric_input,
                                     numeric_features, token_ids)
 from .weights import AttentionBlock, MLPBlock, Transformer, as_dense
@@ -154,19 +155,6 @@ def model_input(weights: Transformer, inputs: Sequence[Sequence[Any]], dtype: An
     return {"input": torch.as_tensor(residual, dtype=dtype, device=device), "start_at_layer": 0}
 
 
-def pair_layers(blocks: Sequence[Any]) -> list[tuple[int | None, int | None]]:
-    """Block indices as (attention, MLP) layers, None where the layer's sublayer is empty."""
-    layers: list[list[int | None]] = []
-    for index, block in enumerate(blocks):
-        if isinstance(block, AttentionBlock):
-            layers.append([index, None])
-        elif layers and layers[-1][0] is not None and layers[-1][1] is None:
-            layers[-1][1] = index
-        else:
-            layers.append([None, index])
-    return [(attention, mlp) for attention, mlp in layers]
-
-
 def to_transformer_lens(weights: Transformer, dtype: Any = torch.float64,
                         device: Any = None) -> Any:
     """The compiled model `weights` as a TransformerLens model of `dtype` (a
@@ -210,7 +198,6 @@ def to_transformer_lens(weights: Transformer, dtype: Any = torch.float64,
         "unembed.W_U": as_dense(weights.unembed),
         "unembed.b_U": np.zeros(weights.unembed.shape[1]),
     }
-    block_map: dict[int, tuple[int, str]] = {}
     for layer, (attention, mlp) in enumerate(layers):
         attention_block = None if attention is None else weights.layers[attention]
         assert attention_block is None or isinstance(attention_block, AttentionBlock)
@@ -220,14 +207,12 @@ def to_transformer_lens(weights: Transformer, dtype: Any = torch.float64,
             mlp_block = None if mlp is None else weights.layers[mlp]
             assert mlp_block is None or isinstance(mlp_block, MLPBlock)
             state.update(_mlp_state(f"blocks.{layer}.mlp", mlp_block, width, d_mlp, gated, one))
-        block_map.update({index: (layer, kind) for index, kind in ((attention, "attn"), (mlp, "mlp"))
-                          if index is not None})
     model = (_transformer_bridge if BRIDGE else _hooked_transformer)(config, state)
     if weights.token_embed is None:  # its W_E is a zero placeholder: token ids mean nothing
         model.embed.register_forward_pre_hook(_refuse_token_ids)
     model.__class__ = _rasp_class(model.__class__)  # the library built it; add RaspTransformer's
     model.residual_labels = tuple(weights.residual_labels or ())
-    model.block_map = block_map
+    model.block_map = block_map(weights.layers)
     model.weights = weights
     return model
 

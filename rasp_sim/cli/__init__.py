@@ -56,6 +56,8 @@ COMMANDS: tuple[Command, ...] = (
             "a compiled model's residual stream and attention on one input"),
     Command("report", "rasp_sim.cli.report",
             "a compiled model on one input, as one self-contained HTML page"),
+    Command("circuit", "rasp_sim.cli.circuit",
+            "a compiled model's ground-truth circuit, proved by ablation"),
     Command("experiment", "rasp_sim.cli.experiment",
             "train embeddings of frozen universal transformers (Dyck-1, k-hop)",
             blas_threads=True),

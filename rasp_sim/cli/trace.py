@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from .options import (add_json_option, add_memory_limit_option, add_unvalidated_
                       check_output)
 
 if TYPE_CHECKING:
+    from ..compiled.model import Model
     from ..compiled.trace import HeadPattern, Trace
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -46,12 +47,16 @@ def add_model_and_input(parser: argparse.ArgumentParser) -> None:
                         "characters are the tokens")
 
 
-def run_trace(args: argparse.Namespace) -> int:
+def output_and_model(args: argparse.Namespace, formats: Sequence[str]
+                     ) -> tuple[str | None, "Model"]:
+    """The format of -o (None without -o; --format only with -o -), checked before any
+    work, then MODEL loaded with the CLI's checks, its warning (if unvalidated) on stderr:
+    as `trace` and `circuit` take them."""
     from ..compiled.model import load_model
-    from .inputs import atoms, command_line_input
 
+    chosen = None
     if args.output is not None:
-        figure_format = output_format(args.output, args.format, FIGURE_FORMATS)
+        chosen = output_format(args.output, args.format, formats)
         check_output(args.output, args.model, stream_ok=True)
     elif args.format is not None:
         raise UsageError("--format is for -o - (standard output)")
@@ -59,6 +64,13 @@ def run_trace(args: argparse.Namespace) -> int:
                        memory_limit=args.memory_limit)
     if model.warning:
         print(model.warning, file=sys.stderr)
+    return chosen, model
+
+
+def run_trace(args: argparse.Namespace) -> int:
+    from .inputs import atoms, command_line_input
+
+    figure_format, model = output_and_model(args, FIGURE_FORMATS)
     trace = model.trace(atoms(command_line_input(args.input, 1)))
     if args.json:
         print(json.dumps(trace.to_json()))
@@ -66,7 +78,7 @@ def run_trace(args: argparse.Namespace) -> int:
         from ..pictures.trace_plot import write_trace_figure
 
         with output_file(args.output) as stream:
-            write_trace_figure(trace, stream, figure_format)
+            write_trace_figure(trace, stream, figure_format or FIGURE_FORMATS[0])
         if not is_standard_output(args.output):
             print(f"wrote {args.output}")
     else:

@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ..compiler import (AttentionBlock, Transformer, as_dense, compile_info, load_compiled,
-                        run_weights, save_weights)
+from ..compiler import (AttentionBlock, Transformer, WeightsError, as_dense, compile_info,
+                        load_compiled, run_weights, save_weights)
 from ..base import api_arguments as arguments
 from ..base.api_arguments import input_list, one_input
 from ..base.errors import RaspError
 from ..evaluation.evaluate import DEFAULT_MEMORY_LIMIT
 
 if TYPE_CHECKING:
+    import networkx as nx
+
+    from .circuit_check import CircuitCheck
     from .trace import Trace
 
 
@@ -112,6 +115,44 @@ class Model:
         from .trace import trace
 
         return trace(self, one_input("trace", sequence))
+
+    def circuit(self, names: str = "rasp") -> "nx.DiGraph":
+        """The model's ground-truth circuit as a networkx DiGraph (docs/transformer_lens.md,
+        "Ground-truth circuits"): a node for the token and position embeddings (or
+        `input_proj`), each attention head, each MLP and the unembedding, labelled with its
+        RASP operations and their source, and its TransformerLens hooks (`hook`,
+        `hook_index`, `hook_inputs`); an edge A -> B where B reads residual directions A
+        writes (`directions`, and per role `reads`). Nodes and edges the output does not
+        depend on are marked `dead`. Node ids are short names ("block3.head0") with
+        names="rasp", hook names with "transformer_lens"."""
+        from .circuit import circuit_graph
+
+        names = arguments.text("circuit", names, "names")
+        try:
+            described = self.info.get("blocks") or []
+        except WeightsError:  # no compile record (a universal transformer): no operations
+            described = []
+        return circuit_graph(self.weights, [block if isinstance(block, list) else []
+                                            for block in described], names)
+
+    def check_circuit(self, edges: Any = None, *, ablations: Sequence[str] = ("zero", "mean",
+                                                                             "resample"),
+                      inputs: Sequence[Any] | None = None, seed: int = 0,
+                      per_edge: bool = True, names: str = "rasp") -> "CircuitCheck":
+        """Whether a circuit (a set of (sender, receiver) edges of `circuit(names)`; default
+        the ground-truth circuit, every live edge) computes the model's output on its whole
+        domain (or `inputs`): the TransformerLens model run with every other edge ablated
+        (zero, mean or resample ablation: docs/transformer_lens.md, "Ground-truth
+        circuits"), and with `per_edge` each circuit edge removed alone. Needs the `interp`
+        extra."""
+        seed = arguments.integer("check_circuit", seed, "seed", 0)
+        per_edge = arguments.flag("check_circuit", per_edge, "per_edge")
+        names = arguments.text("check_circuit", names, "names")
+        _require_interp("check_circuit", "torch", "transformer_lens")
+        from .circuit_check import check_circuit
+
+        return check_circuit(self, edges, ablations=ablations, inputs=inputs, seed=seed,
+                             per_edge=per_edge, names=names)
 
     def save(self, path: str | Path) -> None:
         """Write the weights to `path`, a .npz or .safetensors file (its suffix says which;

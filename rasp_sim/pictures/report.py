@@ -11,7 +11,10 @@ The page holds, from the `Trace` of the input (rasp_sim/compiled/trace.py, the d
 - the residual stream after the embedding and after every block, as a heatmap (positions
   x labelled residual directions);
 - every head's attention pattern as a query x key grid, every MLP's hidden activations;
-- the decoded output next to the interpreter's output on the same input.
+- the decoded output next to the interpreter's output on the same input;
+- the model's ground-truth circuit (`Model.circuit()`): its nodes with their operations,
+  source lines and TransformerLens hooks, and its edges with the directions they carry
+  (pictures/report_circuit.py).
 
 Heatmaps are PNG images inlined as `data:` URIs and the diagram is inline SVG: the page
 loads nothing from the network or the disk, so it opens anywhere, offline, as one file.
@@ -29,6 +32,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .drawing import Drawing, Edge
+from .report_circuit import circuit_section
 from ..compiled.model_files import ModelFiles
 from ..compiled.trace import Trace
 from .trace_plot import capped_width, label_columns, short_at
@@ -212,6 +216,7 @@ def report_html(model: Any, trace: Trace, reference: Reference, title: str,
         "<figcaption>Each block with the RASP operations it computes and their source "
         "lines.</figcaption></figure>",
         unshown_sources(files),
+        "<h2>Circuit</h2>", circuit_section(model, lambda at: _quoted(files, at)),
         "<h2>Residual stream, block by block</h2>",
         stream(trace.residuals[0].values, "residual stream after the embedding"),
     ]

@@ -95,6 +95,16 @@ def test_the_page_holds_every_figure_of_the_trace(report: tuple[Path, str]) -> N
     assert re.search(r"Aggregate (&#x27;|')reversed_\d+(&#x27;|')", html)
     assert "return aggregate(select(indices, length - indices - 1, ==), x);" in html
     assert "the model agrees with the interpreter" in html
+    # the circuit: every node and edge of Model.circuit(), dead ones marked
+    graph = load_model(report[0].parent / "reverse.npz").circuit()
+    nodes = re.search(r'<table id="circuit-nodes">(.*?)</table>', html, re.S)
+    edges = re.search(r'<table id="circuit-edges">(.*?)</table>', html, re.S)
+    assert nodes and edges
+    assert nodes[1].count("<tr>") == graph.number_of_nodes() + 1  # and the header
+    assert edges[1].count("<tr>") == graph.number_of_edges() + 1
+    assert "<td>block3.head0</td><td>unembed</td><td>unembed: reversed_" in edges[1]
+    assert "blocks.2.attn.hook_result[:, :, 0]" in nodes[1]
+    assert nodes[1].count("dead</td>") == sum(d for _, d in graph.nodes(data="dead"))
     assert html.count('<td class="ok">yes</td>') == 3  # c b a, position by position
 
 

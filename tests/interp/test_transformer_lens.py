@@ -191,7 +191,7 @@ def test_ablating_a_head_changes_the_output_as_the_trace_predicts(name):
 
 
 def test_layers_are_paired_and_padded():
-    from rasp_sim.compiler.transformer_lens_export import pair_layers
+    from rasp_sim.compiler.layer_pairs import pair_layers
 
     a, m = AttentionBlock.__new__(AttentionBlock), MLPBlock.__new__(MLPBlock)
     assert pair_layers([a, m, m, a]) == [(0, 1), (None, 2), (3, None)]
