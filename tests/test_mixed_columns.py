@@ -121,3 +121,13 @@ def test_binary_maps_on_mixed_columns_of_edge_values(op: str) -> None:
     for xs, ys in ((EDGES, other), (other, EDGES), (EDGES, EDGES)):
         check_against(lambda: elementwise.apply_map(op, [column(xs), column(ys)], (), False),
                       lambda r: checked_row([atom_function(op)(x, y) for x, y in zip(xs[r], ys[r])]), 1)
+
+
+def test_an_int_zero_in_a_mixed_column_has_no_sign() -> None:
+    """-0 in a column mixing ints and floats is the int 0, so sqrt of it is 0.0, not -0.0
+    (found by the property test above: t + t, negated, then sqrt, on [0, -1.25])."""
+    tokens = g.Tokens(kind="asis")
+    doubled = g.Map(op="+", inputs=(tokens, tokens))
+    root = g.Map(op="sqrt", inputs=(g.Map(op="neg", inputs=(doubled,)),))
+    [[row]] = evaluate([root], [[0, -1.25]])
+    assert np.signbit(row[0]) == np.False_ and row[0] == 0.0 and row[1] == 2.5**0.5

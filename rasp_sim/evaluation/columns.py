@@ -180,7 +180,9 @@ def mixed(values: np.ndarray, ints: np.ndarray) -> Any:
         return values.astype(np.int64)
     if not ints.any():
         return values
-    return MixedColumn(values, ints)
+    # An int entry computed in float64 may be -0.0 (-0, 0 * -3), which a later float
+    # function would tell from 0 (sqrt(-0.0) is -0.0): Python's int 0 has no sign.
+    return MixedColumn(np.where(ints, values + 0.0, values), ints)
 
 
 def numeric_parts(arr: Any) -> tuple[np.ndarray, np.ndarray] | None:
