@@ -126,7 +126,8 @@ def check_circuit(model: "Model", edges: Iterable[Edge] | None = None, *,
     graph = model.circuit(names)
     live = [(a, b) for a, b, dead in graph.edges(data="dead") if not dead]
     circuit = _edges(graph, live if edges is None else edges)
-    ablated = [edge for edge in _ordered(graph, graph.edges) if edge not in set(circuit)]
+    kept = set(circuit)
+    ablated = [edge for edge in _ordered(graph, graph.edges) if edge not in kept]
     runner = Ablation(model, graph, inputs, seed)
     faithful, failures, first = {}, {}, {}
     necessity = []

@@ -87,8 +87,8 @@ def compress_weights_certified(weights: Transformer, root: SOp, width: int,
     train_seconds = time.perf_counter() - start
     compressed = compress_weights(weights, basis)
     proof = certify(compressed, root, settings, report)
-    record = {"source": {"name": compile_info(weights).get("name"),
-                         "program": compile_info(weights).get("program"),
+    info = compile_info(weights)
+    record = {"source": {"name": info.get("name"), "program": info.get("program"),
                          "digest": computation_digest(weights)},
               "source_width": weights.width, "width": width, "rank_bound": principal.rank,
               "method": method, "orthogonal": settings.orthogonal, "seed": settings.seed,
