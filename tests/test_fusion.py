@@ -136,6 +136,24 @@ def test_a_histograms_width_of_one_column_against_itself(kind: str) -> None:
         assert np.array_equal(batch, kept, equal_nan=kind == "float")  # the input unchanged
 
 
+def test_a_histogram_on_one_input_counts_code_points_at_its_tables_edge() -> None:
+    """One input's characters are counted in a table of 4n + 256 slots, on the points
+    clipped to that size: points just below, at and above the edge give the selector's
+    counts (at and above, by the general path)."""
+    import numpy as np
+
+    from rasp_sim.evaluation.attention import row_counts, select
+
+    n = 6
+    edge = 4 * n + 256
+    for points in ([edge - 1, edge - 1, 97], [edge, edge, 97], [edge + 1, edge, edge + 1],
+                   [0x10FFFF, 97, 0x10FFFF]):
+        chars = [chr(p) for p in points] + ["a", "b", "a"]
+        column = np.array(chars)[None].astype("<U1")
+        want = row_counts(select(column, column, "==", False))
+        assert np.array_equal(fusion._equal_width(column, column, False), want), points
+
+
 @pytest.mark.parametrize("kind", ["int", "uint8", "bool", "str", "float"])
 def test_the_sort_selectors_width_is_each_keys_stable_rank(kind: str) -> None:
     """Long inputs with many ties (NumPy sorts short rows by insertion, stable anyway):

@@ -101,6 +101,9 @@ def evaluate_values(
 ) -> list[Any]:
     """`evaluate`'s values of one root (`out[i][0]`), without its list per input."""
     plan = _plan((root,))
+    if isinstance(inputs, Texts):  # one group, read already (`Program.run`'s usual input)
+        return python_rows(_run_group(plan, inputs, range(len(inputs)), exact,
+                                      memory_limit_bytes)[root])
     out: list[Any] = [None] * len(inputs)
     for ids, group in _length_groups(inputs, 0):
         values = python_rows(_run_group(plan, group, ids, exact, memory_limit_bytes)[root])

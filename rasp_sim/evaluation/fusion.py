@@ -157,10 +157,15 @@ def _equal_width(keys: Any, queries: Any, exact: bool) -> np.ndarray:
     small, else the sorted (input, value) pairs and a binary search."""
     if keys is queries and keys.shape[0] == 1 and keys.dtype == CHARACTERS:
         # one input's characters (a histogram called on one input): their code points
-        # counted from 0, four NumPy calls where the general path takes ten (2.5 us less)
+        # counted from 0, four NumPy calls where the general path takes ten (2.5 us less).
+        # The count runs on the points clipped to the table's size, a cheaper bound than
+        # their max (0.5 us): a clipped point fills the table's last slot, and the
+        # general path takes over.
         points = keys.view(np.uint32)
-        if int(points.max()) < 4 * keys.shape[1] + 256:
-            return np.bincount(points[0]).take(points)
+        size = 4 * keys.shape[1] + 256
+        counts = np.bincount(np.minimum(points[0], size))
+        if len(counts) <= size:
+            return counts.take(points)
     codes = _equality_codes(keys, queries)
     if codes is None:
         return row_counts(select(keys, queries, "==", exact))
