@@ -68,7 +68,8 @@ def test_residual_machines_and_shapes_without_a_target_say_why():
 
 def khop_model(variant, task, damage=None):
     config = medium("khop", variant)
-    views, out = khop_target(2, 3, 2, 4, task)
+    s = config.sizes  # the budget's k-hop set-up: H = 2, L = 3, head width 4, c = 8
+    views, out = khop_target(s.heads, s.layers, s.head_dim, s.out_dim, task)
     if damage is not None:
         damage(views)
     return installed(config, task, views, out)[0]
@@ -116,7 +117,7 @@ def test_a_target_without_one_head_misses_answers(layer, head, broken):
 
 
 def test_cli_check_capacity_prints_the_ceiling_beside_stored_results(tmp_path, capsys):
-    row = {"task": "khop", "setting": "H=2 L=3 k=2 c=4 max_hops=2", "variant": "S-A",
+    row = {"task": "khop", "setting": "H=2 L=3 k=4 c=8 max_hops=2", "variant": "S-A",
            "seeds": [0, 1, 2], "steps": 1600, "accuracy_mean": 0.288,
            "accuracy_by_group_mean": {"0": 0.274, "1": 0.289, "2": 0.304}}
     (tmp_path / "summary.json").write_text(json.dumps({"rows": [row]}))

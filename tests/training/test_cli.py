@@ -101,16 +101,35 @@ def test_long_budget_trains_what_medium_left_open_for_longer():
         assert (c.steps, c.warmup) == (2 * medium[c.name()].steps, 2 * medium[c.name()].warmup)
         assert replace(c, steps=4000, warmup=400, eval_every=200, checkpoint_every=1000) == \
             medium[c.name()]
-    # k-hop: the residual machines at max_hops = 2, one seed, 30,000 steps
+    # k-hop: the residual machines at max_hops = 2, medium's set-up and seeds, 8,000 steps
     hops = [c for c in long if c.task == "khop"]
-    assert sorted((c.variant, c.seed) for c in hops) == [("R-RL", 0), ("S-RL", 0)]
+    assert sorted((c.variant, c.seed) for c in hops) == [(v, s) for v in ("R-RL", "S-RL")
+                                                         for s in (0, 1, 2)]
     for c in hops:
         base = medium[c.name()]
         assert (c.task_options, c.sizes, c.lr, c.batch) == (base.task_options, base.sizes,
                                                            base.lr, base.batch)
-        assert (c.steps, c.eval_every) == (30_000, 1000)
+        assert (c.steps, c.eval_every) == (8000, 400)
         assert c.warmup / c.steps == base.warmup / base.steps
-    assert [c.variant for c in plan("khop", "long", variants=("F",))] == ["F"]
+    assert [c.variant for c in plan("khop", "long", variants=("F",))] == ["F"] * 3
+
+
+def test_khop_budgets_below_the_papers_use_the_measured_set_up():
+    """small, medium and long train k-hop at the paper's head width 4 (c = 8) and at a
+    learning rate per kind of machine: 10x small's for the attention-only ones, 3x for
+    the residual ones, small's own for F; Dyck-1, ci and paper are left as they were."""
+    want = {"S-A": 3e-2, "R-A": 3e-2, "S-RL": 9e-3, "R-RL": 9e-3, "S-RLM": 9e-3,
+            "R-RLM": 9e-3, "F": 3e-3}
+    for budget in ("small", "medium", "long"):
+        for c in plan("khop", budget, variants=VARIANTS):
+            assert (c.sizes.head_dim, c.sizes.out_dim) == (4, 8)
+            assert c.lr == pytest.approx(want[c.variant])
+        for c in plan("dyck1", budget):
+            assert c.sizes.head_dim == 2 and c.lr in (3e-3,)
+    for c in plan("khop", "paper", variants=VARIANTS) + plan("khop", "ci"):
+        assert c.sizes.head_dim in (2, 4) and c.lr in (1e-4, 3e-3)
+    (paper,) = plan("khop", "paper", variants=("S-A",), seeds=(43,))[:1]
+    assert (paper.sizes.head_dim, paper.sizes.out_dim, paper.lr) == (4, 8, 1e-4)
 
 
 def test_seeds_given_on_the_command_line_replace_every_settings_own():
