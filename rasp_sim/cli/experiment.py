@@ -39,9 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(measured: 33 minutes on 2 CPU cores with --workers 2); medium: small "
                         "trained longer (Dyck-1 8x its steps, k-hop 4x), and k-hop at max_hops "
                         "4 with one seed (measured on 2 CPU cores with --workers 2: Dyck-1 22 "
-                        "minutes, k-hop 2 h 15 min); long: Dyck-1 S-A "
-                        "and R-A at 2x medium's steps, k-hop S-RL and R-RL for 30,000 steps "
-                        "(measured: 77 minutes a k-hop run on 2 shared CPU cores); paper: the "
+                        "minutes; k-hop, at head width 4 since its set-up, estimated at 3.8 "
+                        "CPU hours); long: Dyck-1 S-A and R-A at 2x medium's steps, k-hop S-RL "
+                        "and R-RL at 5x, 3 seeds (measured: 23-34 minutes a k-hop run on 2 "
+                        "shared CPU cores); k-hop below paper trains at head width 4 with a "
+                        "learning rate per machine (docs/experiments.md); paper: the "
                         "precursors' settings "
                         "(a GPU's work: --device gpu)")
     parser.add_argument("--backbone", action="append", dest="backbones", metavar="V",

@@ -21,16 +21,22 @@
   F) take about 1,000-1,300 s each, so three seeds of every backbone (63 runs) come to
   about 3 h 20 min; the five backbones we ran there with two or three seeds varied by at
   most 1.6 points between seeds. Measured (docs/experiments.md): Dyck-1's 21 runs in 22
-  minutes and k-hop's 28 in 135 minutes of wall time on 2 CPU cores with --workers 2. The
+  minutes and k-hop's 28 in 135 minutes of wall time on 2 CPU cores with --workers 2,
+  before k-hop's set-up (below) doubled m; at the set-up `--dry-run` estimates k-hop's
+  28 runs at 3.8 CPU hours, 2.2 of them the seven max_hops = 4 runs. The
   paper budget (batch 1,000 x 10,000 steps at m = 416, about 2.7 CPU-seconds a step) is
   some 7.5 CPU-hours per Dyck-1 run: a GPU's.
 - long: where medium left a question open, the same machines trained longer. Dyck-1: S-A and
   R-A for 8,000 steps (2x medium), 3 seeds: what twice the steps give the two machines
-  whose seeds differ most. k-hop: the residual machines S-RL and R-RL at max_hops = 2 for
-  30,000 steps (18.75x medium, curve points every 1,000), one seed each: whether they
-  reach every hop count, which medium's 1,600 steps do not (k = 2 stays at 52% on every
-  machine). Measured: 77 minutes a k-hop run (wall, --workers 2 on 2 cores shared with
-  other training runs), under the two hours on 2 cores that keeps it runnable here.
+  whose seeds differ most. k-hop: the residual machines S-RL and R-RL at max_hops = 2 and
+  k-hop's set-up (below) for 8,000 steps (5x medium, curve points every 400), 3 seeds:
+  whether they reach the second hop on every seed, which medium's 1,600 steps give S-RL
+  on one seed of three and R-RL on none. Measured: 23-34 minutes a k-hop run (wall, with
+  one to three other training runs on the 2 cores).
+- k-hop's set-up (small, medium and long): the paper's head width 4 and a learning rate per
+  kind of machine (KHOP_LR_TIMES), each change measured alone first; docs/experiments.md
+  has the search. Before it every machine trained at head width 2 and 3e-3, and the
+  long budget was S-RL and R-RL with one seed for 30,000 steps.
 - ci: one short run per task (the CI smoke test of docs/universal.md: 200 Dyck-1 steps).
 """
 from __future__ import annotations
