@@ -92,12 +92,12 @@ MEDIUM_LENGTH = {"dyck1": 8, "khop": 4}
 LONG_KHOP_STEPS = 8000
 
 # k-hop's set-up below the paper budget, each change measured alone on medium's max_hops = 2
-# runs first (docs/experiments.md, "The k-hop set-up"): every machine at the paper's head
-# width (Sanford et al.'s query/key width 4, c = 8: m = 176 at H = 2, L = 3), and a
-# learning rate per kind of machine, as a multiple of small's 3e-3. The attention-only
-# machines need far larger steps (S-A 28.8% -> 55.1% at 10x alone; the exact embedding
-# that solves the task has entries up to 1.6e4), the residual ones 3x (alone it changed
-# nothing; with width 4, S-RL 90.1% -> 96.5%).
+# runs first (docs/experiments.md, "k-hop: what the machines can represent"): every
+# machine at the paper's head width (Sanford et al.'s query/key width 4, c = 8: m = 176 at
+# H = 2, L = 3), and a learning rate per kind of machine, as a multiple of small's 3e-3.
+# The attention-only machines need far larger steps (S-A 28.8% -> 55.1% at 10x alone; the
+# exact embedding that solves the task has entries up to 1.6e4), the residual ones 3x
+# (alone it changed nothing; with width 4, S-RL 90.1% -> 96.5%).
 KHOP_HEAD_DIM, KHOP_OUT_DIM = 4, 8
 KHOP_LR_TIMES = {"S-A": 10, "R-A": 10, "S-RL": 3, "R-RL": 3, "S-RLM": 3, "R-RLM": 3, "F": 1}
 
@@ -184,9 +184,9 @@ def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,
     for name in (TASKS if task == "all" else (task,)):
         for base, setting_seeds in builder(name):
             chosen = variants or default_variants(name, budget) or (base.variant,)
+            set_up = name == "khop" and budget in ("small", "medium", "long")
             for variant in chosen:
                 for seed in (seeds if seeds is not None else setting_seeds):
                     run = replace(base, variant=variant, seed=seed)
-                    set_up = name == "khop" and budget in ("small", "medium", "long")
                     runs.append(khop_setup(run) if set_up else run)
     return runs
