@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rasp_sim.experiments.budgets import plan, with_steps
+from rasp_sim.experiments.errors import ExperimentError
 from rasp_sim.experiments.train import Trainer
 
 HERE = Path(__file__).resolve().parent
@@ -49,4 +50,9 @@ def main(variant: str, seed: int, steps: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    if len(sys.argv) != 4 or not (sys.argv[2].isdigit() and sys.argv[3].isdigit()):
+        raise SystemExit(f"usage: python {sys.argv[0]} MACHINE SEED STEPS")
+    try:
+        main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    except ExperimentError as error:  # an unknown machine, named by plan()
+        raise SystemExit(error.message) from None

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rasp_sim.experiments.budgets import plan, with_steps
 from rasp_sim.experiments.config import RunConfig
+from rasp_sim.experiments.errors import ExperimentError
 from rasp_sim.experiments.train import train
 
 HERE = Path(__file__).resolve().parent
@@ -48,8 +49,13 @@ def changed(run: RunConfig, changes: str) -> RunConfig:
 
 
 def main(specs: list[str]) -> None:
+    if not specs:
+        raise SystemExit(__doc__)
     for spec in specs:
-        variant, changes, seed = spec.split(":")
+        parts = spec.split(":")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise SystemExit(f"{spec!r}: each argument is MACHINE:CHANGES:SEED, e.g. S-A:lr10:0")
+        variant, changes, seed = parts
         config = changed(before_the_set_up(variant, int(seed)), changes)
         start = time.time()
         result = train(config, HERE / "runs" / f"{variant}-{changes}-{seed}", progress=False)
@@ -63,4 +69,7 @@ def main(specs: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except ExperimentError as error:  # an unknown machine, named by plan()
+        raise SystemExit(error.message) from None
