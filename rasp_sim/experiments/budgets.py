@@ -158,13 +158,16 @@ def default_variants(task: str, budget: str) -> tuple[str, ...] | None:
 
 
 def with_steps(runs: list[RunConfig], steps: int) -> list[RunConfig]:
-    """`runs` trained for `steps` steps each: the warm-up keeps its share of the schedule, and
-    the curve points and checkpoints their number."""
+    """`runs` trained for `steps` steps each: the warm-up and a length curriculum's phases
+    keep their share of the schedule, and the curve points and checkpoints their number."""
     def scaled(interval: int, run: RunConfig) -> int:
         return max(1, round(interval * steps / run.steps)) if interval else 0
     return [replace(run, steps=steps, warmup=round(run.warmup * steps / run.steps),
                     eval_every=scaled(run.eval_every, run),
-                    checkpoint_every=scaled(run.checkpoint_every, run)) for run in runs]
+                    checkpoint_every=scaled(run.checkpoint_every, run),
+                    length_curriculum=tuple((length, scaled(phase, run))
+                                            for length, phase in run.length_curriculum))
+            for run in runs]
 
 
 def plan(task: str, budget: str, variants: tuple[str, ...] | None = None,

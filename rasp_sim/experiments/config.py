@@ -23,17 +23,28 @@ class RunConfig:
     data_seed: int = 43           # training stream seed, combined with `seed`
     eval_every: int = 50
     checkpoint_every: int = 0     # 0: only when stopped early or interrupted
+    # ((seq_len, steps), ...): the first steps train on shorter sequences (curriculum.py)
+    length_curriculum: tuple[tuple[int, int], ...] = ()
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings as plain data; without length_curriculum when there is none, so that
+        the records and checkpoints written before it existed still match their runs."""
+        data = asdict(self)
+        if not self.length_curriculum:
+            del data["length_curriculum"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
-        return cls(**{**data, "sizes": Sizes(**data["sizes"])})
+        curriculum = tuple(tuple(phase) for phase in data.get("length_curriculum", ()))
+        return cls(**{**data, "sizes": Sizes(**data["sizes"]),
+                      "length_curriculum": curriculum})
 
     def name(self) -> str:
         """A unique, file-safe run name (the run's output folder)."""
         s = self.sizes
         hops = self.task_options.get("max_hops")
+        grown = "".join(f"-len{length}x{steps}" for length, steps in self.length_curriculum)
         return (f"{self.task}-H{s.heads}L{s.layers}k{s.head_dim}c{s.out_dim}"
-                f"{'' if hops is None else f'-hops{hops}'}-{self.variant}-seed{self.seed}")
+                f"{'' if hops is None else f'-hops{hops}'}{grown}-{self.variant}"
+                f"-seed{self.seed}")

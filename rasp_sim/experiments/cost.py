@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from .backbones import universal_m
 from .config import RunConfig
+from .curriculum import phase_tasks
 
 TIMED_STEPS = 5  # their median: one step's time varies 2x on a shared machine
 WARM_UP_STEPS = 2  # the first step compiles, and the second too (its inputs are JAX arrays)
@@ -87,13 +89,24 @@ class Estimate:
         return self.cpu_seconds_per_step * self.config.steps
 
 
+def mean_step_flops(config: RunConfig, task: Any) -> float:
+    """FLOPs per step over the whole run: a length curriculum's shorter phases cost less."""
+    total, start = 0.0, 0
+    for end, phase in phase_tasks(config, task):
+        total += (end - start) * step_flops(config, phase.seq_len, task.vocab_size,
+                                            task.one_answer)
+        start = end
+    return total / config.steps
+
+
 def measure_rate(config: RunConfig, device_name: str | None = None) -> float:
     """FLOPs per CPU-second of `config`'s training steps here: the median of TIMED_STEPS
     steps after WARM_UP_STEPS compiling ones."""
     from .train import Trainer  # JAX loads only here
-    # More steps than are run, so the run never finishes (no final evaluation).
-    trainer = Trainer(replace(config, steps=WARM_UP_STEPS + TIMED_STEPS + 1, eval_every=10**9),
-                      device_name)
+    # More steps than are run, so the run never finishes (no final evaluation); all of them
+    # at the task's own length, whose FLOPs the rate divides.
+    trainer = Trainer(replace(config, steps=WARM_UP_STEPS + TIMED_STEPS + 1, eval_every=10**9,
+                              length_curriculum=()), device_name)
     trainer.run(progress=False, stop_after=WARM_UP_STEPS)
     times = []
     for _ in range(TIMED_STEPS):
@@ -113,14 +126,13 @@ def estimate(configs: list[RunConfig], device_name: str | None = None) -> list[E
     settings: dict[tuple, dict[str, list[RunConfig]]] = {}
     for config in configs:
         key = (config.task, config.sizes, tuple(sorted(config.task_options.items())),
-               config.batch)
+               config.batch, config.length_curriculum)
         settings.setdefault(key, {}).setdefault(config.variant, []).append(config)
     out = []
     for backbones in settings.values():
         first = next(iter(backbones.values()))[0]
         task = make_task(first.task, **{**first.task_options, "test_size": 1})
-        flops = {variant: step_flops(runs[0], task.seq_len, task.vocab_size, task.one_answer)
-                 for variant, runs in backbones.items()}
+        flops = {variant: mean_step_flops(runs[0], task) for variant, runs in backbones.items()}
         costliest = max(flops, key=flops.__getitem__)
         rate = measure_rate(backbones[costliest][0], device_name)
         out += [Estimate(runs[0], len(runs), flops[variant], rate, costliest)

@@ -28,6 +28,7 @@ from .shortcuts import at_rows, attend_from, first_block_by_table, last_attentio
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
+from .curriculum import phase_tasks, task_at  # noqa: E402
 from . import stopping  # noqa: E402
 from .checkpoints import CHECKPOINT, read_checkpoint, restored_rng  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
@@ -104,6 +105,7 @@ class Trainer:
         self.config = config
         self.device = device(device_name)
         self.task = make_task(config.task, **config.task_options)
+        self.phases = phase_tasks(config, self.task)  # the training batches' tasks
         m = universal_m(config.sizes)
         check_memory(config.sizes, m, config.variant, config.batch, self.task.seq_len)
         self.backbone = build_backbone(config.variant, config.sizes, self.task.vocab_size,
@@ -228,7 +230,8 @@ class Trainer:
             while self.step < end and not stopping.requested():
                 rng_state = self.rng.bit_generator.state
                 try:
-                    batch = self.task.train_batch(config.batch, self.rng)
+                    batch = task_at(self.phases, self.step).train_batch(config.batch,
+                                                                        self.rng)
                     params, opt_state, loss, accuracy, grad_norm = self._step(
                         self.params, self.opt_state, batch.inputs, batch.targets,
                         batch.weights)
