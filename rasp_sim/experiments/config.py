@@ -23,15 +23,18 @@ class RunConfig:
     data_seed: int = 43           # training stream seed, combined with `seed`
     eval_every: int = 50
     checkpoint_every: int = 0     # 0: only when stopped early or interrupted
-    # ((seq_len, steps), ...): the first steps train on shorter sequences (curriculum.py)
+    # ((seq_len, steps), ...): the first steps train on shorter sequences (curriculum.py),
+    # at a random offset in the position rows with shift_short
     length_curriculum: tuple[tuple[int, int], ...] = ()
+    shift_short: bool = False
 
     def to_dict(self) -> dict:
-        """The settings as plain data; without length_curriculum when there is none, so that
+        """The settings as plain data; without the curriculum's when there is none, so that
         the records and checkpoints written before it existed still match their runs."""
         data = asdict(self)
-        if not self.length_curriculum:
-            del data["length_curriculum"]
+        for name in ("length_curriculum", "shift_short"):
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod
@@ -44,7 +47,8 @@ class RunConfig:
         """A unique, file-safe run name (the run's output folder)."""
         s = self.sizes
         hops = self.task_options.get("max_hops")
-        grown = "".join(f"-len{length}x{steps}" for length, steps in self.length_curriculum)
+        grown = "".join(f"-len{length}x{steps}" for length, steps in self.length_curriculum) \
+            + ("-shifted" if self.shift_short and self.length_curriculum else "")
         return (f"{self.task}-H{s.heads}L{s.layers}k{s.head_dim}c{s.out_dim}"
                 f"{'' if hops is None else f'-hops{hops}'}{grown}-{self.variant}"
                 f"-seed{self.seed}")

@@ -2,12 +2,15 @@
 each step's training batch. The first steps train on shorter sequences, phase by phase, the
 rest at the task's own length; the optimiser, its schedule and the data stream run on
 unbroken, and the test set, the curves and the final results are always at the task's own
-length. A shorter sequence uses the first rows of the position embedding; the rest start
-training when the length reaches them. docs/experiments.md has the k-hop measurements that
-led to it."""
+length. A shorter sequence uses the first rows of the position embedding, so the rest start
+training when the length reaches them; with `shift_short` each short batch sits at a random
+offset instead (rows o..o+n-1, o uniform), so that every row trains from the start.
+docs/experiments.md has the k-hop measurements that led to it."""
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from .config import RunConfig
 from .errors import ExperimentError
@@ -23,6 +26,9 @@ def phase_tasks(config: RunConfig, task: Any) -> list[tuple[int, Any]]:
     """[(the step the phase ends at, its task), ...], `task` (the run's own) last; refuses a
     curriculum that is not a list of (shorter length, steps) pairs within the run."""
     if not config.length_curriculum:
+        if config.shift_short:
+            raise ExperimentError("shift_short: there is no shorter phase to shift; give a "
+                                  "length_curriculum too")
         return [(config.steps, task)]
     if config.task not in LENGTH_OPTION:
         raise ExperimentError(f"length_curriculum: the {config.task} task has no sequence "
@@ -52,3 +58,12 @@ def phase_tasks(config: RunConfig, task: Any) -> list[tuple[int, Any]]:
 def task_at(phases: list[tuple[int, Any]], step: int) -> Any:
     """The task that generates the batch of step `step` (counted from 0)."""
     return next(task for end, task in phases if step < end)
+
+
+def first_position(config: RunConfig, task: Any, own: Any, rng: np.random.Generator) -> int:
+    """The position row the batch of `task` starts at: 0, or with `shift_short` a uniform
+    offset for a shorter phase's batch (drawn after the batch, from the same stream, so a
+    run without it draws exactly what it drew before)."""
+    if not config.shift_short or task is own:
+        return 0
+    return int(rng.integers(0, own.seq_len - task.seq_len + 1))

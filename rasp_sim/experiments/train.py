@@ -28,7 +28,7 @@ from .shortcuts import at_rows, attend_from, first_block_by_table, last_attentio
 from .backbones import (Backbone, build_backbone, check_memory, named_arrays,  # noqa: E402
                         rebuild_blocks, universal_m, with_arrays)
 from .config import RunConfig  # noqa: E402
-from .curriculum import phase_tasks, task_at  # noqa: E402
+from .curriculum import first_position, phase_tasks, task_at  # noqa: E402
 from . import stopping  # noqa: E402
 from .checkpoints import CHECKPOINT, read_checkpoint, restored_rng  # noqa: E402
 from .errors import ExperimentError  # noqa: E402
@@ -136,14 +136,17 @@ class Trainer:
             return (model_logits(params, inputs, rows), at_rows(targets, rows),
                     at_rows(weights, rows))
 
-        def loss(params, inputs, targets, weights):
-            losses, hits = _loss_and_hits(*logits(params, inputs, targets, weights))
+        def loss(params, inputs, targets, weights, first_position):
+            # the batch's positions: rows first_position.. of the position embedding
+            shifted = {**params, "pos_embed": jax.lax.dynamic_slice_in_dim(
+                params["pos_embed"], first_position, inputs.shape[1])}
+            losses, hits = _loss_and_hits(*logits(shifted, inputs, targets, weights))
             total = weights.sum()
             return losses.sum() / total, hits.sum() / total
 
-        def train_step(params, opt_state, inputs, targets, weights):
+        def train_step(params, opt_state, inputs, targets, weights, first_position):
             (value, accuracy), grads = jax.value_and_grad(loss, has_aux=True)(
-                params, inputs, targets, weights)
+                params, inputs, targets, weights, first_position)
             updates, opt_state = self.tx.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state, value, accuracy,
                     optax.tree.norm(grads))
@@ -230,11 +233,11 @@ class Trainer:
             while self.step < end and not stopping.requested():
                 rng_state = self.rng.bit_generator.state
                 try:
-                    batch = task_at(self.phases, self.step).train_batch(config.batch,
-                                                                        self.rng)
+                    task = task_at(self.phases, self.step)
+                    batch = task.train_batch(config.batch, self.rng)
                     params, opt_state, loss, accuracy, grad_norm = self._step(
                         self.params, self.opt_state, batch.inputs, batch.targets,
-                        batch.weights)
+                        batch.weights, first_position(config, task, self.task, self.rng))
                 except KeyboardInterrupt:  # this step did not happen: its checkpoint
                     self.rng.bit_generator.state = rng_state  # resumes bit for bit
                     raise

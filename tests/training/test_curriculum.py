@@ -14,7 +14,7 @@ from rasp_sim.experiments.backbones import Sizes  # noqa: E402
 from rasp_sim.experiments.budgets import with_steps  # noqa: E402
 from rasp_sim.experiments.config import RunConfig  # noqa: E402
 from rasp_sim.experiments.cost import mean_step_flops, step_flops  # noqa: E402
-from rasp_sim.experiments.curriculum import phase_tasks, task_at  # noqa: E402
+from rasp_sim.experiments.curriculum import first_position, phase_tasks, task_at  # noqa: E402
 from rasp_sim.experiments.errors import ExperimentError  # noqa: E402
 from rasp_sim.experiments.tasks import make_task  # noqa: E402
 from rasp_sim.experiments.train import Trainer  # noqa: E402
@@ -101,3 +101,32 @@ def test_steps_from_the_command_line_keep_each_phase_s_share():
     assert longer.length_curriculum == ((6, 30),)
     (shorter,) = with_steps([replace(RUN, steps=8000, length_curriculum=((30, 3000),))], 100)
     assert shorter.length_curriculum == ((30, 38),)
+
+
+def test_shifted_short_batches_train_the_rows_they_sit_on(monkeypatch):
+    from rasp_sim.experiments import train as train_module
+    starts = []
+
+    def recorded(*args):
+        starts.append(first_position(*args))
+        return starts[-1]
+
+    monkeypatch.setattr(train_module, "first_position", recorded)
+    trainer = Trainer(replace(RUN, shift_short=True), "cpu")
+    start = np.asarray(trainer.params["pos_embed"])
+    trainer.run(progress=False, stop_after=3)
+    assert len(starts) == 3 and all(0 <= s <= 11 - 5 for s in starts) and any(starts)
+    reached = {row for s in starts for row in range(s, s + 5)}
+    moved = {row for row in range(11)
+             if not np.array_equal(np.asarray(trainer.params["pos_embed"])[row], start[row])}
+    assert moved == reached
+    trainer.run(progress=False)
+    assert starts[3:] == [0, 0, 0]  # the task's own length starts at row 0
+
+
+def test_shifting_needs_a_short_phase():
+    with pytest.raises(ExperimentError, match="no shorter phase to shift"):
+        Trainer(replace(RUN, length_curriculum=(), shift_short=True))
+    shifted = replace(RUN, shift_short=True)
+    assert shifted.name().endswith("-len6x3-shifted-S-RL-seed0")
+    assert RunConfig.from_dict(json.loads(json.dumps(shifted.to_dict()))) == shifted
