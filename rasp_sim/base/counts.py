@@ -34,3 +34,15 @@ seed_number = _integer(0, "a seed, an integer >= 0", 2**32 - 1)
 # (tens of microseconds each), so 10^6 is already minutes of work.
 MAX_SAMPLES = 10**6
 sample_count = _integer(1, "a positive number of samples", MAX_SAMPLES)
+
+
+
+def length_phase(text: str) -> tuple[int, int]:
+    """An argparse type: one phase of a length curriculum, LEN:STEPS (two positive
+    integers; the run checks LEN against the task's length and STEPS against its steps)."""
+    length, _, steps = text.partition(":")
+    try:
+        return positive(length), positive(steps)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"invalid phase {text!r}: expected LEN:STEPS, two "
+                                         f"positive integers such as 30:3000") from None

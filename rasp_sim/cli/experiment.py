@@ -2,6 +2,7 @@
 
     rasp-sim experiment dyck1|khop|all --budget ci|small|medium|long|paper [--backbone V ...]
                         [--seeds S ...] [--steps N] [--batch B] [--out DIR]
+                        [--length-curriculum LEN:STEPS ... [--shift-short]]
                         [--device cpu|gpu]
                         [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
     rasp-sim experiment dyck1|khop|all --check-capacity [--budget ...] [--out DIR]
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from ..base.atomic_write import write_text
 from . import EXIT_INTERRUPTED, UsageError
-from ..base.counts import positive, seed_number
+from ..base.counts import length_phase, positive, seed_number
 from .options import add_json_option, checked_scheduler
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,9 +57,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "curve points and checkpoints scaled with it)")
     parser.add_argument("--batch", type=positive, metavar="B",
                         help="train each run on batches of B instead of the budget's")
+    parser.add_argument("--length-curriculum", type=length_phase, nargs="+",
+                        metavar="LEN:STEPS",
+                        help="k-hop: train the first STEPS steps on sequences of length LEN "
+                        "(phase after phase), the rest at the task's own length, e.g. "
+                        "30:3000; one optimiser and schedule throughout")
+    parser.add_argument("--shift-short", action="store_true",
+                        help="with --length-curriculum: put each short batch at a random "
+                        "offset in the position rows, so that every row trains from the start")
     parser.add_argument("--out", metavar="DIR",
                         help="output folder (default ./rasp-sim-experiments/BUDGET, with "
-                        "-stepsN and -batchB added for --steps N and --batch B)")
+                        "-stepsN, -batchB and -lenLENxSTEPS added for --steps N, --batch B "
+                        "and --length-curriculum)")
     parser.add_argument("--device", choices=("cpu", "gpu"),
                         help="where JAX trains (float32 on both); default: a GPU if JAX sees "
                         "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
@@ -130,10 +140,16 @@ def _experiment(args: argparse.Namespace) -> int:
         configs = with_steps(configs, args.steps)
     if args.batch:
         configs = [replace(config, batch=args.batch) for config in configs]
+    grown = ""
+    if args.length_curriculum or args.shift_short:
+        configs = _with_curriculum(configs, tuple(args.length_curriculum or ()),
+                                   args.shift_short)
+        grown = "".join(f"-len{length}x{steps}" for length, steps in args.length_curriculum or ())
+        grown += "-shifted" if args.shift_short else ""
     if args.scheduler is not None:
         checked_scheduler(args.scheduler)
     default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
-                   + (f"-batch{args.batch}" if args.batch else ""))
+                   + (f"-batch{args.batch}" if args.batch else "") + grown)
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     if args.check_capacity:
         return _check_capacity(configs, out, args.json)
@@ -176,6 +192,23 @@ def _experiment(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"experiment error: {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _with_curriculum(configs: list, phases: tuple[tuple[int, int], ...],
+                     shift_short: bool) -> list:
+    """`configs` with the command line's curriculum, each checked against its run before
+    any training (curriculum.phase_tasks)."""
+    from rasp_sim.experiments.curriculum import phase_tasks
+    from rasp_sim.experiments.errors import ExperimentError
+    grown = [replace(config, length_curriculum=phases or config.length_curriculum,
+                     shift_short=shift_short) for config in configs]
+    try:
+        for config in grown:
+            phase_tasks(config, None)
+    except ExperimentError as error:
+        raise UsageError(error.message.replace("length_curriculum", "--length-curriculum")
+                         .replace("shift_short", "--shift-short")) from None
+    return grown
 
 
 def _check_capacity(configs: list, out: Path, as_json: bool) -> int:

@@ -106,7 +106,7 @@ def measure_rate(config: RunConfig, device_name: str | None = None) -> float:
     # More steps than are run, so the run never finishes (no final evaluation); all of them
     # at the task's own length, whose FLOPs the rate divides.
     trainer = Trainer(replace(config, steps=WARM_UP_STEPS + TIMED_STEPS + 1, eval_every=10**9,
-                              length_curriculum=()), device_name)
+                              length_curriculum=(), shift_short=False), device_name)
     trainer.run(progress=False, stop_after=WARM_UP_STEPS)
     times = []
     for _ in range(TIMED_STEPS):

@@ -114,11 +114,16 @@ def _check_finished(result: dict) -> None:
 
 
 def setting_label(result: dict) -> str:
-    """The run's machine shape (and k-hop's max_hops): what its table row and plot are of."""
-    sizes = result["config"]["sizes"]
-    hops = result["config"]["task_options"].get("max_hops")
+    """The run's machine shape (and k-hop's max_hops, and a length curriculum): what its
+    table row and plot are of."""
+    config = result["config"]
+    sizes = config["sizes"]
+    hops = config["task_options"].get("max_hops")
     text = f"H={sizes['heads']} L={sizes['layers']} k={sizes['head_dim']} c={sizes['out_dim']}"
-    return text + (f" max_hops={hops}" if hops is not None else "")
+    grown = "".join(f" from length {length} for {steps:,} steps"
+                    for length, steps in config.get("length_curriculum", ()))
+    shifted = " (shifted)" if grown and config.get("shift_short") else ""
+    return text + (f" max_hops={hops}" if hops is not None else "") + grown + shifted
 
 
 # Per task, the groups whose test samples never occur in training (Dyck-1: the length

@@ -3,7 +3,7 @@ resumption and the error cases."""
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext as _no_exit
+import os
 from dataclasses import replace
 
 import pytest
@@ -163,6 +163,19 @@ def test_steps_and_batch_override_the_budget_and_name_the_default_out_folder(tmp
     assert (summary["steps"], summary["batch"]) == (3, 4)
 
 
+def test_a_length_curriculum_from_the_command_line_trains_and_names_its_folder(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "khop", "--steps", "4", "--length-curriculum", "10:2",
+                 "--shift-short", "--no-progress", "--json"]) == 0
+    out = tmp_path / "rasp-sim-experiments" / "ci-steps4-len10x2-shifted"
+    (result_file,) = out.glob("*-len10x2-shifted-R-A-seed0/result.json")
+    config = json.loads(result_file.read_text())["config"]
+    assert (config["length_curriculum"], config["shift_short"]) == ([[10, 2]], True)
+    (row,) = json.loads((out / "summary.json").read_text())["rows"]
+    assert row["setting"].endswith("from length 10 for 2 steps (shifted)")
+
+
 def test_plan_errors_name_the_choices():
     with pytest.raises(ExperimentError, match="unknown budget 'huge'; known: ci, small, "
                                               "medium, long, paper"):
@@ -180,20 +193,35 @@ def test_plan_errors_name_the_choices():
      "error: --scheduler 'not an address': expected a Dask scheduler address such as "
      "tcp://host:8786"),
     (["experiment", "dyck1", "--scheduler", "scheduler.json"], "expected a Dask scheduler"),
-    (["experiment", "dyck1", "--out", "/dev/full"], "error: --out /dev/full: not a folder"),
-    (["experiment", "dyck1", "--out", "/proc/version/x"], "error: --out /proc/version/x: "
-                                                          "cannot write there (Not a directory)"),
-    (["experiment", "dyck1", "--out", "/proc/sys/rasp-sim-test"], "error: --out "
-     "/proc/sys/rasp-sim-test: cannot write there"),
+    (["experiment", "dyck1", "--out", "{tmp}/fifo"], "error: --out {tmp}/fifo: not a folder"),
+    (["experiment", "dyck1", "--out", "{tmp}/file/x"], "error: --out {tmp}/file/x: "
+                                                       "cannot write there (Not a directory)"),
+    (["experiment", "khop", "--length-curriculum", "30"],
+     "argument --length-curriculum: invalid phase '30': expected LEN:STEPS"),
+    (["experiment", "khop", "--length-curriculum", "100:10"],
+     "error: --length-curriculum: a phase's length must be an integer in 3..99 (the task's "
+     "seq_len is 100), got 100"),
+    (["experiment", "khop", "--length-curriculum", "30:150", "30:50"],
+     "error: --length-curriculum: its phases take 200 of the run's 200 steps"),
+    (["experiment", "dyck1", "--length-curriculum", "10:10"],
+     "error: --length-curriculum: the dyck1 task has no sequence length to grow"),
+    (["experiment", "khop", "--shift-short"],
+     "error: --shift-short: there is no shorter phase to shift; give a --length-curriculum"),
 ])
-def test_bad_requests_are_usage_errors_before_any_work(argv, message, capsys, monkeypatch):
+def test_bad_requests_are_usage_errors_before_any_work(argv, message, capsys, monkeypatch,
+                                                       tmp_path):
     from rasp_sim.experiments import sweep
 
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "file").write_text("")
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     monkeypatch.setattr(sweep, "sweep", lambda *a, **k: pytest.fail("training started"))
-    with pytest.raises(SystemExit) if "--seeds" in argv else _no_exit() as exit_info:
+    try:
         code = main(argv)
-    assert (exit_info.value.code if "--seeds" in argv else code) == 2
-    assert message in capsys.readouterr().err
+    except SystemExit as exit_info:  # argparse's own checks of one option
+        code = exit_info.code
+    assert code == 2
+    assert message.replace("{tmp}", str(tmp_path)) in capsys.readouterr().err
 
 
 def test_an_out_that_is_a_file_is_refused_before_training(tmp_path, capsys, monkeypatch):
