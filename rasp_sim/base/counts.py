@@ -36,7 +36,6 @@ MAX_SAMPLES = 10**6
 sample_count = _integer(1, "a positive number of samples", MAX_SAMPLES)
 
 
-
 def length_phase(text: str) -> tuple[int, int]:
     """An argparse type: one phase of a length curriculum, LEN:STEPS (two positive
     integers; the run checks LEN against the task's length and STEPS against its steps)."""
