@@ -29,9 +29,11 @@ class RunConfig:
     shift_short: bool = False
 
     def to_dict(self) -> dict:
-        """The settings as plain data; without the curriculum's when there is none, so that
-        the records and checkpoints written before it existed still match their runs."""
+        """The settings as JSON data (what a record reads back equals it); without the
+        curriculum's when there is none, so that the records and checkpoints written before
+        it existed still match their runs."""
         data = asdict(self)
+        data["length_curriculum"] = [list(phase) for phase in self.length_curriculum]
         for name in ("length_curriculum", "shift_short"):
             if not data[name]:
                 del data[name]

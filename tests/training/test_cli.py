@@ -174,6 +174,11 @@ def test_a_length_curriculum_from_the_command_line_trains_and_names_its_folder(
     assert (config["length_curriculum"], config["shift_short"]) == ([[10, 2]], True)
     (row,) = json.loads((out / "summary.json").read_text())["rows"]
     assert row["setting"].endswith("from length 10 for 2 steps (shifted)")
+    # --resume reuses the finished run: nothing trains again
+    from rasp_sim.experiments.train import Trainer
+    monkeypatch.setattr(Trainer, "run", lambda *a, **k: pytest.fail("trained again"))
+    assert main(["experiment", "khop", "--steps", "4", "--length-curriculum", "10:2",
+                 "--shift-short", "--no-progress", "--resume"]) == 0
 
 
 def test_plan_errors_name_the_choices():
