@@ -93,7 +93,9 @@ def curves_figure(rows: list[dict], title: str) -> Any:
                               label=f"{row['variant']}, paper (range)")
         right.axhline(group[0]["majority_baseline"], color="grey", linestyle="--",
                       linewidth=1, label="majority baseline")
-        left.set(xlabel="step", ylabel="train loss", title=f"{title}: {label}")
+        left.set(xlabel="step", ylabel="train loss")
+        # from the left edge, across both panels: a long setting (a curriculum's) fits
+        left.set_title(f"{title}: {label}", loc="left")
         right.set(xlabel="step", ylabel="test accuracy", ylim=(0, 1.02))
         right.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
                      frameon=False)
