@@ -122,6 +122,7 @@ def _checked_out(path: Path) -> Path:
 
 def _experiment(args: argparse.Namespace) -> int:
     from rasp_sim.experiments.budgets import plan, with_steps
+    from rasp_sim.experiments.config import curriculum_name
     from rasp_sim.experiments.errors import ExperimentError
     from rasp_sim.experiments.outputs import SUMMARY, TABLE, check_outputs, curves_path
     from rasp_sim.experiments.results import markdown_table, summarise
@@ -140,16 +141,14 @@ def _experiment(args: argparse.Namespace) -> int:
         configs = with_steps(configs, args.steps)
     if args.batch:
         configs = [replace(config, batch=args.batch) for config in configs]
-    grown = ""
-    if args.length_curriculum or args.shift_short:
-        configs = _with_curriculum(configs, tuple(args.length_curriculum or ()),
-                                   args.shift_short)
-        grown = "".join(f"-len{length}x{steps}" for length, steps in args.length_curriculum or ())
-        grown += "-shifted" if args.shift_short else ""
+    phases = tuple(args.length_curriculum or ())
+    if phases or args.shift_short:
+        configs = _with_curriculum(configs, phases, args.shift_short)
     if args.scheduler is not None:
         checked_scheduler(args.scheduler)
     default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
-                   + (f"-batch{args.batch}" if args.batch else "") + grown)
+                   + (f"-batch{args.batch}" if args.batch else "")
+                   + curriculum_name(phases, args.shift_short))
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     if args.check_capacity:
         return _check_capacity(configs, out, args.json)

@@ -49,8 +49,14 @@ class RunConfig:
         """A unique, file-safe run name (the run's output folder)."""
         s = self.sizes
         hops = self.task_options.get("max_hops")
-        grown = "".join(f"-len{length}x{steps}" for length, steps in self.length_curriculum) \
-            + ("-shifted" if self.shift_short and self.length_curriculum else "")
+        grown = curriculum_name(self.length_curriculum, self.shift_short)
         return (f"{self.task}-H{s.heads}L{s.layers}k{s.head_dim}c{s.out_dim}"
                 f"{'' if hops is None else f'-hops{hops}'}{grown}-{self.variant}"
                 f"-seed{self.seed}")
+
+
+def curriculum_name(phases: tuple[tuple[int, int], ...], shift_short: bool) -> str:
+    """The part of a run's (or output folder's) name that says its length curriculum:
+    "-len30x3000-shifted", or "" without one."""
+    return "".join(f"-len{length}x{steps}" for length, steps in phases) + \
+        ("-shifted" if shift_short and phases else "")

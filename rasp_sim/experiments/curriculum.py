@@ -15,10 +15,12 @@ import numpy as np
 from .config import RunConfig
 from .errors import ExperimentError
 from .tasks import make_task
+from .tasks.khop import PAPER_LENGTH
 
-# The tasks whose length is the generator option `seq_len` (k-hop's string length).
+# The tasks whose length is the generator option `seq_len` (k-hop's string length), with
+# its default.
 LENGTH_OPTION = {"khop": "seq_len"}
-DEFAULT_LENGTH = {"khop": 100}
+DEFAULT_LENGTH = {"khop": PAPER_LENGTH}
 MIN_LENGTH = 3  # a k-hop input needs its hop count and at least one letter
 
 

@@ -16,6 +16,7 @@ from .batch import Batch
 MAX_HOPS = 16
 LETTER_BASE = MAX_HOPS + 1          # hop counts 0..16 are ids 0..16; letters 17..20
 VOCAB = 30
+PAPER_LENGTH = 100                  # Sanford et al.'s sequence length
 
 
 def sample_strings(size: int, length: int, letters: int, rng: np.random.Generator) -> np.ndarray:
@@ -67,7 +68,7 @@ class KHop:
     vocab_size = VOCAB
     one_answer = False  # the loss reads every position
 
-    def __init__(self, seq_len: int = 100, letters: int = 4, min_hops: int = 0,
+    def __init__(self, seq_len: int = PAPER_LENGTH, letters: int = 4, min_hops: int = 0,
                  max_hops: int = MAX_HOPS, test_size: int = 2000, test_seed: int = 4444):
         if not 0 <= min_hops <= max_hops <= MAX_HOPS:
             raise ExperimentError(f"max_hops: need 0 <= min_hops <= max_hops <= {MAX_HOPS} "
