@@ -4,6 +4,7 @@ keyword arguments), defined once below both."""
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Callable
 
 # The largest size the memory options accept: beyond any machine's address space.
@@ -34,6 +35,28 @@ seed_number = _integer(0, "a seed, an integer >= 0", 2**32 - 1)
 # (tens of microseconds each), so 10^6 is already minutes of work.
 MAX_SAMPLES = 10**6
 sample_count = _integer(1, "a positive number of samples", MAX_SAMPLES)
+
+
+def _real(maximum: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 and at most maximum."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (0 < value <= maximum):  # also refuses nan and inf
+            raise argparse.ArgumentTypeError(
+                f"invalid value {text!r}: expected {what}, a number above 0 and at most "
+                f"{maximum:g}")
+        return value
+    return parse
+
+
+# Caps far above any setting that trains (the budgets' learning rates are 1e-4 to 3e-2, the
+# initial standard deviation 0.02), so that a slip such as 3e2 for 3e-2 is refused rather
+# than trained on for an hour.
+learning_rate = _real(10.0, "a learning rate")
+initial_std = _real(100.0, "a standard deviation")
 
 
 def length_phase(text: str) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """`rasp-sim experiment`: train the embedding of frozen (universal) transformers.
 
     rasp-sim experiment dyck1|khop|all --budget ci|small|medium|long|paper [--backbone V ...]
-                        [--seeds S ...] [--steps N] [--batch B] [--out DIR]
+                        [--seeds S ...] [--steps N] [--batch B] [--lr LR]
+                        [--embed-std STD] [--out DIR]
                         [--length-curriculum LEN:STEPS ... [--shift-short]]
                         [--device cpu|gpu]
                         [--workers N | --scheduler ADDRESS] [--resume] [--no-progress] [--json]
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from ..base.atomic_write import write_text
 from . import EXIT_INTERRUPTED, UsageError
-from ..base.counts import length_phase, positive, seed_number
+from ..base.counts import initial_std, learning_rate, length_phase, positive, seed_number
 from .options import add_json_option, checked_scheduler
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "curve points and checkpoints scaled with it)")
     parser.add_argument("--batch", type=positive, metavar="B",
                         help="train each run on batches of B instead of the budget's")
+    parser.add_argument("--lr", type=learning_rate, metavar="LR",
+                        help="train each run at the peak learning rate LR instead of the "
+                        "budget's (which is per machine for k-hop)")
+    parser.add_argument("--embed-std", type=initial_std, metavar="STD",
+                        help="draw the trainable embeddings' and unembedding's initial entries "
+                        "with standard deviation STD instead of 0.02")
     parser.add_argument("--length-curriculum", type=length_phase, nargs="+",
                         metavar="LEN:STEPS",
                         help="k-hop: train the first STEPS steps on sequences of length LEN "
@@ -67,8 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "offset in the position rows, so that every row trains from the start")
     parser.add_argument("--out", metavar="DIR",
                         help="output folder (default ./rasp-sim-experiments/BUDGET, with "
-                        "-stepsN, -batchB and -lenLENxSTEPS added for --steps N, --batch B "
-                        "and --length-curriculum)")
+                        "-stepsN, -batchB, -lrLR, -embedSTD and -lenLENxSTEPS added for "
+                        "--steps N, --batch B, --lr LR, --embed-std STD and "
+                        "--length-curriculum)")
     parser.add_argument("--device", choices=("cpu", "gpu"),
                         help="where JAX trains (float32 on both); default: a GPU if JAX sees "
                         "one, else the CPU. gpu needs the gpu extra: pip install '.[gpu]'")
@@ -139,16 +147,19 @@ def _experiment(args: argparse.Namespace) -> int:
         raise UsageError(error.message) from None
     if args.steps:
         configs = with_steps(configs, args.steps)
-    if args.batch:
-        configs = [replace(config, batch=args.batch) for config in configs]
+    overrides = {name: value for name, value in
+                 (("batch", args.batch), ("lr", args.lr), ("embed_std", args.embed_std))
+                 if value is not None}
+    configs = [replace(config, **overrides) for config in configs]
     phases = tuple(args.length_curriculum or ())
     if phases or args.shift_short:
         configs = _with_curriculum(configs, phases, args.shift_short)
     if args.scheduler is not None:
         checked_scheduler(args.scheduler)
-    default_out = (args.budget + (f"-steps{args.steps}" if args.steps else "")
-                   + (f"-batch{args.batch}" if args.batch else "")
-                   + curriculum_name(phases, args.shift_short))
+    default_out = (args.budget + "".join(
+        f"-{label}{value}" for label, value in (("steps", args.steps), ("batch", args.batch),
+                                                   ("lr", args.lr), ("embed", args.embed_std))
+        if value is not None) + curriculum_name(phases, args.shift_short))
     out = Path(args.out) if args.out else Path("rasp-sim-experiments") / default_out
     if args.check_capacity:
         return _check_capacity(configs, out, args.json)
@@ -179,7 +190,7 @@ def _experiment(args: argparse.Namespace) -> int:
         plots.append(str(plot_curves([r for r in results if r["config"]["task"] == task],
                                      curves_path(out, task), task)))
     summary = {"budget": args.budget, "steps": args.steps, "batch": args.batch,
-               "runs": len(configs), "rows": rows,
+               "lr": args.lr, "embed_std": args.embed_std, "runs": len(configs), "rows": rows,
                "failures": failures, "plots": plots}
     write_text(out / SUMMARY, json.dumps(summary, indent=1))
     write_text(out / TABLE, markdown_table(rows))

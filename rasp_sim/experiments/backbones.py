@@ -146,8 +146,10 @@ def universal_machine(variant: str, sizes: Sizes, seed: int, dim: int | None = N
     return sparse if variant.startswith("S") else build_random(shape, seed=seed, m=sparse.width)
 
 
-def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: int) -> Backbone:
-    """The `variant` backbone for `sizes`, with trainable embeddings drawn from `seed`."""
+def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: int,
+                   embed_std: float = EMBED_STD) -> Backbone:
+    """The `variant` backbone for `sizes`, with trainable embeddings drawn from `seed`
+    (entries of standard deviation `embed_std`)."""
     if variant not in VARIANTS:
         raise ExperimentError(f"backbone: unknown backbone {variant!r}; "
                               f"known backbones: {', '.join(VARIANTS)}")
@@ -171,9 +173,9 @@ def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: i
             layers.append(_mlp(m, sizes.layers, rng))
     model = Transformer(
         layers=tuple(layers), causal=True,
-        token_embed=rng.normal(scale=EMBED_STD, size=(vocab, m)),
-        pos_embed=rng.normal(scale=EMBED_STD, size=(seq_len, m)),
-        unembed=rng.normal(scale=EMBED_STD, size=(m, vocab)),
+        token_embed=rng.normal(scale=embed_std, size=(vocab, m)),
+        pos_embed=rng.normal(scale=embed_std, size=(seq_len, m)),
+        unembed=rng.normal(scale=embed_std, size=(m, vocab)),
         final_norm=_unit_norm(m) if normed else None,
         metadata={"experiment_backbone": variant, "universal": ut.metadata["universal"]})
     names = named_arrays(model)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .backbones import Sizes
+from .backbones import EMBED_STD, Sizes
 
 
 @dataclass(frozen=True)
@@ -27,16 +27,20 @@ class RunConfig:
     # at a random offset in the position rows with shift_short
     length_curriculum: tuple[tuple[int, int], ...] = ()
     shift_short: bool = False
+    # the standard deviation of the trainable arrays' initial entries
+    embed_std: float = EMBED_STD
 
     def to_dict(self) -> dict:
         """The settings as JSON data (what a record reads back equals it); without the
-        curriculum's when there is none, so that the records and checkpoints written before
-        it existed still match their runs."""
+        fields added later (curriculum, embed_std) while they hold their defaults, so that
+        the records and checkpoints written before they existed still match their runs."""
         data = asdict(self)
         data["length_curriculum"] = [list(phase) for phase in self.length_curriculum]
         for name in ("length_curriculum", "shift_short"):
             if not data[name]:
                 del data[name]
+        if self.embed_std == EMBED_STD:
+            del data["embed_std"]
         return data
 
     @classmethod

@@ -109,7 +109,7 @@ class Trainer:
         m = universal_m(config.sizes)
         check_memory(config.sizes, m, config.variant, config.batch, self.task.seq_len)
         self.backbone = build_backbone(config.variant, config.sizes, self.task.vocab_size,
-                                       self.task.seq_len, config.seed)
+                                       self.task.seq_len, config.seed, config.embed_std)
         arrays = named_arrays(self.backbone.model)
         self.params = jax.device_put({name: np.asarray(arrays[name], dtype=np.float32)
                                       for name in sorted(self.backbone.trainable)}, self.device)

@@ -13,6 +13,7 @@ pytest.importorskip("optax")
 from rasp_sim.cli import main  # noqa: E402
 from rasp_sim.experiments.backbones import VARIANTS  # noqa: E402
 from rasp_sim.experiments.budgets import plan, with_steps  # noqa: E402
+from rasp_sim.experiments.config import RunConfig  # noqa: E402
 from rasp_sim.experiments.errors import ExperimentError  # noqa: E402
 
 
@@ -150,17 +151,21 @@ def test_steps_scale_the_schedule_with_the_run():
     assert (short.steps, short.warmup, short.eval_every, short.checkpoint_every) == (3, 0, 1, 0)
 
 
-def test_steps_and_batch_override_the_budget_and_name_the_default_out_folder(tmp_path,
-                                                                             monkeypatch):
+@pytest.mark.parametrize("options, folder, fields", [
+    (["--steps", "3", "--batch", "4"], "ci-steps3-batch4", {"steps": 3, "batch": 4}),
+    (["--steps", "2", "--lr", "0.03", "--embed-std", "1.5"], "ci-steps2-lr0.03-embed1.5",
+     {"steps": 2, "lr": 0.03, "embed_std": 1.5}),
+])
+def test_overrides_of_the_budget_reach_the_runs_and_name_the_default_out_folder(
+        options, folder, fields, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["experiment", "dyck1", "--steps", "3", "--batch", "4", "--no-progress",
-                 "--json"]) == 0
-    out = tmp_path / "rasp-sim-experiments" / "ci-steps3-batch4"
+    assert main(["experiment", "dyck1", *options, "--no-progress", "--json"]) == 0
+    out = tmp_path / "rasp-sim-experiments" / folder
     (result_file,) = out.glob("*/result.json")
     config = json.loads(result_file.read_text())["config"]
-    assert (config["steps"], config["batch"]) == (3, 4)
     summary = json.loads((out / "summary.json").read_text())
-    assert (summary["steps"], summary["batch"]) == (3, 4)
+    assert {name: config[name] for name in fields} == fields
+    assert {name: summary[name] for name in fields} == fields
 
 
 def test_a_length_curriculum_from_the_command_line_trains_and_names_its_folder(
@@ -179,6 +184,15 @@ def test_a_length_curriculum_from_the_command_line_trains_and_names_its_folder(
     monkeypatch.setattr(Trainer, "run", lambda *a, **k: pytest.fail("trained again"))
     assert main(["experiment", "khop", "--steps", "4", "--length-curriculum", "10:2",
                  "--shift-short", "--no-progress", "--resume"]) == 0
+
+
+def test_a_record_names_embed_std_only_when_it_is_not_the_default():
+    (run,) = plan("khop", "ci")
+    # records written before embed_std existed have no such key, and still match
+    assert "embed_std" not in run.to_dict()
+    wider = replace(run, embed_std=0.5)
+    data = json.loads(json.dumps(wider.to_dict()))
+    assert data["embed_std"] == 0.5 and RunConfig.from_dict(data) == wider
 
 
 def test_plan_errors_name_the_choices():
@@ -212,6 +226,14 @@ def test_plan_errors_name_the_choices():
      "error: --length-curriculum: the dyck1 task has no sequence length to grow"),
     (["experiment", "khop", "--shift-short"],
      "error: --shift-short: there is no shorter phase to shift; give a --length-curriculum"),
+    (["experiment", "khop", "--lr", "300"],
+     "argument --lr: invalid value '300': expected a learning rate, a number above 0 and at "
+     "most 10"),
+    (["experiment", "khop", "--lr", "0"], "argument --lr: invalid value '0'"),
+    (["experiment", "khop", "--lr", "nan"], "argument --lr: invalid value 'nan'"),
+    (["experiment", "khop", "--embed-std", "-1"],
+     "argument --embed-std: invalid value '-1': expected a standard deviation"),
+    (["experiment", "khop", "--embed-std", "inf"], "argument --embed-std: invalid value 'inf'"),
 ])
 def test_bad_requests_are_usage_errors_before_any_work(argv, message, capsys, monkeypatch,
                                                        tmp_path):

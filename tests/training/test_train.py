@@ -53,6 +53,16 @@ def test_only_the_trainable_arrays_change(variant):
             assert same(before[name], after[name]), f"frozen {name} changed"
 
 
+def test_the_trainable_arrays_start_at_the_runs_embed_std():
+    for std in (0.02, 1.5):
+        trainer = Trainer(config(embed_std=std), "cpu")
+        entries = np.concatenate([np.ravel(trainer.params[name])
+                                  for name in ("token_embed", "pos_embed", "unembed")])
+        # over 1,000 draws of N(0, std^2) the sample deviation is within 10% of std
+        # (its standard error is std / sqrt(2n) < 2.3%)
+        assert entries.size > 1000 and abs(entries.std() / std - 1) < 0.1
+
+
 @pytest.mark.slow
 def test_jax_logits_are_the_numpy_forward_pass():
     trainer = Trainer(config("R-RLM"))
