@@ -53,7 +53,7 @@ def _real(maximum: float, what: str) -> Callable[[str], float]:
 
 
 # Caps far above any setting that trains (the budgets' learning rates are 1e-4 to 3e-2, the
-# initial standard deviation 0.02), so that a slip such as 3e2 for 3e-2 is refused rather
+# embeddings' initial standard deviation 0.02), so that a slip such as 3e2 for 3e-2 is refused rather
 # than trained on for an hour.
 learning_rate = _real(10.0, "a learning rate")
 initial_std = _real(100.0, "a standard deviation")

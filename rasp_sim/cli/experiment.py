@@ -62,8 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="train each run at the peak learning rate LR instead of the "
                         "budget's (which is per machine for k-hop)")
     parser.add_argument("--embed-std", type=initial_std, metavar="STD",
-                        help="draw the trainable embeddings' and unembedding's initial entries "
-                        "with standard deviation STD instead of 0.02")
+                        help="draw the token and position embeddings' initial entries with "
+                        "standard deviation STD instead of 0.02 (the unembedding's stay at "
+                        "0.02)")
     parser.add_argument("--length-curriculum", type=length_phase, nargs="+",
                         metavar="LEN:STEPS",
                         help="k-hop: train the first STEPS steps on sequences of length LEN "

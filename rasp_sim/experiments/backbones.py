@@ -148,8 +148,9 @@ def universal_machine(variant: str, sizes: Sizes, seed: int, dim: int | None = N
 
 def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: int,
                    embed_std: float = EMBED_STD) -> Backbone:
-    """The `variant` backbone for `sizes`, with trainable embeddings drawn from `seed`
-    (entries of standard deviation `embed_std`)."""
+    """The `variant` backbone for `sizes`, with trainable embeddings drawn from `seed`:
+    the token and position embeddings' entries with standard deviation `embed_std`, the
+    unembedding's with EMBED_STD, so that `embed_std` varies the input's scale alone."""
     if variant not in VARIANTS:
         raise ExperimentError(f"backbone: unknown backbone {variant!r}; "
                               f"known backbones: {', '.join(VARIANTS)}")
@@ -175,7 +176,7 @@ def build_backbone(variant: str, sizes: Sizes, vocab: int, seq_len: int, seed: i
         layers=tuple(layers), causal=True,
         token_embed=rng.normal(scale=embed_std, size=(vocab, m)),
         pos_embed=rng.normal(scale=embed_std, size=(seq_len, m)),
-        unembed=rng.normal(scale=embed_std, size=(m, vocab)),
+        unembed=rng.normal(scale=EMBED_STD, size=(m, vocab)),
         final_norm=_unit_norm(m) if normed else None,
         metadata={"experiment_backbone": variant, "universal": ut.metadata["universal"]})
     names = named_arrays(model)

@@ -27,7 +27,7 @@ class RunConfig:
     # at a random offset in the position rows with shift_short
     length_curriculum: tuple[tuple[int, int], ...] = ()
     shift_short: bool = False
-    # the standard deviation of the trainable arrays' initial entries
+    # the standard deviation of the token and position embeddings' initial entries
     embed_std: float = EMBED_STD
 
     def to_dict(self) -> dict:

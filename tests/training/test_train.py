@@ -53,14 +53,18 @@ def test_only_the_trainable_arrays_change(variant):
             assert same(before[name], after[name]), f"frozen {name} changed"
 
 
-def test_the_trainable_arrays_start_at_the_runs_embed_std():
+def test_the_embeddings_start_at_the_runs_embed_std_and_the_unembedding_at_0_02():
+    def deviation_over_expected(params, names, expected):
+        entries = np.concatenate([np.ravel(params[name]) for name in names])
+        assert entries.size > 150
+        return entries.std() / expected
     for std in (0.02, 1.5):
-        trainer = Trainer(config(embed_std=std), "cpu")
-        entries = np.concatenate([np.ravel(trainer.params[name])
-                                  for name in ("token_embed", "pos_embed", "unembed")])
-        # over 1,000 draws of N(0, std^2) the sample deviation is within 10% of std
-        # (its standard error is std / sqrt(2n) < 2.3%)
-        assert entries.size > 1000 and abs(entries.std() / std - 1) < 0.1
+        params = Trainer(config(embed_std=std), "cpu").params
+        # over n draws of N(0, s^2) the sample deviation's standard error is s / sqrt(2n):
+        # under 2% of s for the > 1,000 embedding entries, under 6% for the > 150 of the
+        # unembedding, so 20% is more than 3 of them either way
+        assert abs(deviation_over_expected(params, ("token_embed", "pos_embed"), std) - 1) < 0.2
+        assert abs(deviation_over_expected(params, ("unembed",), 0.02) - 1) < 0.2
 
 
 @pytest.mark.slow
