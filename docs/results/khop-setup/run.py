@@ -7,7 +7,8 @@ root, e.g.
 
 each argument MACHINE:CHANGES:SEED, CHANGES '+'-joined: k4 (head width 4, c = 8), lrX (the
 learning rate times X), sX (the steps times X), nX (sequences of length X, not the
-paper's 100), or base (none). One line per finished run
+paper's 100), eX (the token and position embeddings drawn with standard deviation X, not
+0.02), or base (none). One line per finished run
 goes to results.jsonl beside this file (the run's result without its curves, and its wall
 time in `seconds`); each run's checkpoint and result go to runs/."""
 from __future__ import annotations
@@ -41,6 +42,8 @@ def changed(run: RunConfig, changes: str) -> RunConfig:
             run = replace(run, lr=run.lr * float(part[2:]))
         elif part.startswith("n"):
             run = replace(run, task_options={**run.task_options, "seq_len": int(part[1:])})
+        elif part.startswith("e"):
+            run = replace(run, embed_std=float(part[1:]))
         elif part.startswith("s"):
             run = with_steps([run], int(run.steps * float(part[1:])))[0]
         elif part != "base":
