@@ -52,9 +52,9 @@ def _real(maximum: float, what: str) -> Callable[[str], float]:
     return parse
 
 
-# Caps far above any setting that trains (the budgets' learning rates are 1e-4 to 3e-2, the
-# embeddings' initial standard deviation 0.02), so that a slip such as 3e2 for 3e-2 is refused rather
-# than trained on for an hour.
+# Caps far above any setting that trains (the budgets' learning rates are 1e-4 to 3e-2,
+# the embeddings' initial standard deviation 0.02), so that a slip such as 3e2 for 3e-2 is
+# refused rather than trained on for an hour.
 learning_rate = _real(10.0, "a learning rate")
 initial_std = _real(100.0, "a standard deviation")
 

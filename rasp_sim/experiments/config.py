@@ -1,9 +1,14 @@
 """What one training run is: task, backbone, sizes, optimiser settings and seeds."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from .backbones import EMBED_STD, Sizes
+
+
+# The settings added after records were first written: a record leaves each out while it
+# holds its default (RunConfig.to_dict).
+ADDED_LATER = frozenset({"length_curriculum", "shift_short", "embed_std"})
 
 
 @dataclass(frozen=True)
@@ -32,15 +37,13 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         """The settings as JSON data (what a record reads back equals it); without the
-        fields added later (curriculum, embed_std) while they hold their defaults, so that
+        settings ADDED_LATER while they hold their defaults, so that
         the records and checkpoints written before they existed still match their runs."""
         data = asdict(self)
         data["length_curriculum"] = [list(phase) for phase in self.length_curriculum]
-        for name in ("length_curriculum", "shift_short"):
-            if not data[name]:
-                del data[name]
-        if self.embed_std == EMBED_STD:
-            del data["embed_std"]
+        for setting in fields(self):
+            if setting.name in ADDED_LATER and getattr(self, setting.name) == setting.default:
+                del data[setting.name]
         return data
 
     @classmethod
